@@ -1,0 +1,150 @@
+"""The dataset manifest: JSON Schema validation on write and on read, atomic commit.
+
+``manifest.json`` is written last, beside the shards, only after every shard it lists is
+complete: its presence means the dataset is complete. Readers refuse unknown versions and
+shard paths that could escape the dataset directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import posixpath
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from schemas import storage
+from schemas.records import RecordSpec
+
+MANIFEST_NAME = "manifest.json"
+FORMAT = "pilepack.dataset"
+VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+
+
+class ManifestError(ValueError):
+    """A manifest that is missing, malformed, of an unknown version, or unsafe."""
+
+
+@functools.lru_cache(maxsize=1)
+def json_schema() -> dict:
+    text = resources.files("schemas").joinpath("manifest.schema.json").read_text()
+    return json.loads(text)
+
+
+def validate(doc: Any, *, source: str) -> None:
+    """Raise ManifestError naming ``source`` and the first violation, else return."""
+    if not isinstance(doc, dict):
+        raise ManifestError(f"{source}: a manifest must be a JSON object, got {type(doc).__name__}")
+    if doc.get("format") != FORMAT:
+        raise ManifestError(f"{source}: not a {FORMAT} manifest (format={doc.get('format')!r})")
+    if doc.get("version") not in SUPPORTED_VERSIONS:
+        raise ManifestError(
+            f"{source}: manifest version {doc.get('version')!r} is not supported by this "
+            f"pilepack (supports {SUPPORTED_VERSIONS}); upgrade pilepack or rebuild the dataset"
+        )
+    validator = jsonschema.Draft202012Validator(json_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ManifestError(f"{source}: invalid manifest at {where}: {error.message}")
+    for shard in doc["shards"]:
+        check_relative_path(shard["path"], source=source)
+    check_relative_path(doc["tokenizer"]["file"], source=source)
+
+
+def check_relative_path(path: str, *, source: str) -> None:
+    """Shard paths are plain relative paths that stay inside the dataset directory."""
+    normalized = posixpath.normpath(path)
+    if (
+        "://" in path
+        or path.startswith("/")
+        or "\\" in path
+        or normalized.startswith("..")
+        or normalized != path
+    ):
+        raise ManifestError(
+            f"{source}: path {path!r} is not a plain relative path inside the dataset directory"
+        )
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def write(doc: dict, *, directory: str) -> str:
+    """Validate and atomically write ``directory/manifest.json``; return its path."""
+    path = storage.join(directory, MANIFEST_NAME)
+    validate(doc, source=path)
+    with storage.atomic_open(path, "wb") as handle:
+        handle.write(dumps(doc).encode())
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """A validated manifest plus where it lives."""
+
+    manifest_path: str
+    doc: dict
+
+    @property
+    def directory(self) -> str:
+        return storage.dirname(self.manifest_path)
+
+    @property
+    def seq_len(self) -> int:
+        return self.doc["seq_len"]
+
+    @property
+    def record_spec(self) -> RecordSpec:
+        return RecordSpec.from_manifest(seq_len=self.seq_len, features=self.doc["features"])
+
+    @property
+    def tokenizer(self) -> dict:
+        return self.doc["tokenizer"]
+
+    @property
+    def tokenizer_path(self) -> str:
+        return storage.join(self.directory, self.doc["tokenizer"]["file"])
+
+    @property
+    def shards(self) -> list[dict]:
+        return self.doc["shards"]
+
+    def shard_paths(self) -> list[str]:
+        return [storage.join(self.directory, shard["path"]) for shard in self.shards]
+
+
+def load(path: str, *, check_files: bool = True) -> Dataset:
+    """Read and validate a manifest (a path to it, or to its directory)."""
+    if not path.endswith(".json"):
+        path = storage.join(path, MANIFEST_NAME)
+    fs, stripped = storage.filesystem(path)
+    if not fs.exists(stripped):
+        raise ManifestError(
+            f"{path}: no manifest here; a directory without manifest.json is not a complete "
+            "dataset (was the pipeline interrupted? rerun it)"
+        )
+    try:
+        with fs.open(stripped, "rb") as handle:
+            doc = json.loads(handle.read().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ManifestError(f"{path}: not valid JSON ({err})") from err
+    validate(doc, source=path)
+    dataset = Dataset(manifest_path=path, doc=doc)
+    if check_files:
+        for shard, shard_path in zip(dataset.shards, dataset.shard_paths()):
+            _, shard_stripped = storage.filesystem(shard_path)
+            if not fs.exists(shard_stripped):
+                raise ManifestError(f"{path}: shard {shard['path']} is listed but missing")
+            size = fs.size(shard_stripped)
+            if size != shard["bytes"]:
+                raise ManifestError(
+                    f"{path}: shard {shard['path']} has {size} bytes, the manifest says "
+                    f"{shard['bytes']} (corrupt or partial copy?)"
+                )
+    return dataset

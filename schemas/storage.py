@@ -1,0 +1,69 @@
+"""Paths and atomic writes for local, EFS/mounted and ``s3://`` locations (fsspec).
+
+S3 endpoints and credentials come from the standard AWS chain (``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``, profiles, instance roles); nothing here reads or logs them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import uuid
+
+import fsspec
+
+# Leftovers of a killed run carry this marker; readers ignore them and a rerun deletes them.
+TMP_MARKER = ".inprogress-"
+
+
+def filesystem(path: str):
+    """(fsspec filesystem, path without protocol) for a local path or a URL."""
+    fs, stripped = fsspec.core.url_to_fs(path)
+    return fs, stripped
+
+
+def is_object_store(fs) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol in ("s3", "s3a", "gs", "gcs", "az", "abfs", "memory")
+
+
+def join(base: str, *parts: str) -> str:
+    if "://" in base:
+        scheme, rest = base.split("://", 1)
+        return f"{scheme}://" + posixpath.join(rest, *parts)
+    return posixpath.join(base, *parts)
+
+
+def dirname(path: str) -> str:
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        return f"{scheme}://" + posixpath.dirname(rest)
+    return posixpath.dirname(path)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str, mode: str = "wb"):
+    """Open ``path`` for writing so that it becomes visible only when complete.
+
+    Local/mounted file systems: write ``<dir>/.inprogress-<uuid>-<name>`` and rename on
+    success (rename is atomic within a directory, EFS included). Object stores: an object
+    appears only when its upload completes, so write to the final key directly; an
+    interrupted multipart upload never becomes visible. On error the partial file is removed.
+    """
+    fs, stripped = filesystem(path)
+    if is_object_store(fs):
+        with fs.open(stripped, mode) as handle:
+            yield handle
+        return
+    fs.makedirs(posixpath.dirname(stripped) or ".", exist_ok=True)
+    tmp = posixpath.join(
+        posixpath.dirname(stripped), f"{TMP_MARKER}{uuid.uuid4().hex}-{posixpath.basename(stripped)}"
+    )
+    try:
+        with fs.open(tmp, mode) as handle:
+            yield handle
+        fs.mv(tmp, stripped)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            fs.rm(tmp)
+        raise
