@@ -40,23 +40,25 @@ POSITIONS = "positions"
 BYTE_ORDER = "little"
 
 _MAX_UINT16 = 2**16 - 1
-_MAX_UINT32 = 2**32 - 1
+_MAX_INT32 = 2**31 - 1
+# tf.io.decode_raw reads uint16 and int32 but not uint32, so larger vocabularies use int32.
+DTYPES = ("uint16", "int32")
 
 
 def token_dtype_for_vocab(vocab_size: int) -> str:
-    """Smallest unsigned dtype that holds every id of a vocabulary: uint16 when it fits."""
+    """Smallest dtype that holds every id of a vocabulary: uint16 when it fits, else int32."""
     if vocab_size <= 0:
         raise ValueError(f"vocab_size must be positive, got {vocab_size}")
     if vocab_size - 1 <= _MAX_UINT16:
         return "uint16"
-    if vocab_size - 1 <= _MAX_UINT32:
-        return "uint32"
-    raise ValueError(f"vocab_size {vocab_size} does not fit in uint32 token ids")
+    if vocab_size - 1 <= _MAX_INT32:
+        return "int32"
+    raise ValueError(f"vocab_size {vocab_size} does not fit in int32 token ids")
 
 
 def index_dtype_for_seq_len(seq_len: int) -> str:
     """dtype of segment ids and positions (values are at most seq_len + 1)."""
-    return "uint16" if seq_len + 1 <= _MAX_UINT16 else "uint32"
+    return "uint16" if seq_len + 1 <= _MAX_UINT16 else "int32"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,8 +72,8 @@ class RecordSpec:
     def __post_init__(self):
         if self.seq_len < 1:
             raise ValueError(f"seq_len must be >= 1, got {self.seq_len}")
-        if self.token_dtype not in ("uint16", "uint32"):
-            raise ValueError(f"token_dtype must be uint16 or uint32, got {self.token_dtype!r}")
+        if self.token_dtype not in DTYPES:
+            raise ValueError(f"token_dtype must be one of {DTYPES}, got {self.token_dtype!r}")
 
     @property
     def record_len(self) -> int:

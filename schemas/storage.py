@@ -52,8 +52,18 @@ def atomic_open(path: str, mode: str = "wb"):
     """
     fs, stripped = filesystem(path)
     if is_object_store(fs):
-        with fs.open(stripped, mode) as handle:
+        handle = fs.open(stripped, mode)
+        try:
             yield handle
+        except BaseException:
+            # fsspec's __exit__ (and __del__) would close() the file, which *completes* the
+            # upload of the partial object: abort it instead (s3fs: abort the multipart upload).
+            with contextlib.suppress(Exception):
+                handle.discard()
+            with contextlib.suppress(Exception):
+                handle.closed = True
+            raise
+        handle.close()
         return
     fs.makedirs(posixpath.dirname(stripped) or ".", exist_ok=True)
     tmp = posixpath.join(

@@ -1,0 +1,195 @@
+"""Stage 5, Manifest: merge every stage's statistics and commit ``manifest.json`` last.
+
+The manifest is built from the data itself (shard infos, per-chunk and per-file statistics
+that flow through the pipeline), not from runner metrics, so a retried bundle cannot count
+twice. It is written by a single element after every shard has been committed, validated
+against ``schemas/manifest.schema.json``, atomically.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import platform
+
+import apache_beam as beam
+
+from pipeline.config import PipelineConfig
+from pipeline.dead_letters import DeadLetterFile
+from pipeline.pack import PackStats
+from pipeline.read import ReadStats
+from pipeline.write import ShardInfo
+from schemas import manifest as manifest_schema
+
+
+class TooManyBadRecords(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class Summary:
+    """The merged statistics of one run (the Combine accumulator)."""
+
+    shards: list = dataclasses.field(default_factory=list)
+    dead_letters: list = dataclasses.field(default_factory=list)
+    files: list = dataclasses.field(default_factory=list)
+    pack: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    subsets: dict = dataclasses.field(default_factory=dict)
+
+    def add(self, item) -> None:
+        if isinstance(item, ShardInfo):
+            self.shards.append(item)
+        elif isinstance(item, DeadLetterFile):
+            self.dead_letters.append(item)
+        elif isinstance(item, ReadStats):
+            self.files.append(item)
+        else:
+            stats, subsets = item
+            self.pack.update(dataclasses.asdict(stats))
+            for name, (docs, size, tokens) in subsets.items():
+                entry = self.subsets.setdefault(name, [0, 0, 0])
+                entry[0] += docs
+                entry[1] += size
+                entry[2] += tokens
+
+    def merge(self, other: "Summary") -> None:
+        self.shards += other.shards
+        self.dead_letters += other.dead_letters
+        self.files += other.files
+        self.pack.update(other.pack)
+        for name, values in other.subsets.items():
+            entry = self.subsets.setdefault(name, [0, 0, 0])
+            for i in range(3):
+                entry[i] += values[i]
+
+
+class _SummaryFn(beam.CombineFn):
+    def create_accumulator(self):
+        return Summary()
+
+    def add_input(self, summary, item):
+        summary.add(item)
+        return summary
+
+    def merge_accumulators(self, summaries):
+        summaries = iter(summaries)
+        first = next(summaries)
+        for other in summaries:
+            first.merge(other)
+        return first
+
+    def extract_output(self, summary):
+        return summary
+
+
+def accounting(summary: Summary) -> dict:
+    filtered = collections.Counter()
+    rejected = collections.Counter()
+    for stats in summary.files:
+        filtered.update(stats.filtered)
+        rejected.update(stats.rejected)
+    written = sum(stats.documents for stats in summary.files)
+    read = written + sum(filtered.values()) + sum(rejected.values())
+    return {"read": read, "written": written, "filtered": dict(sorted(filtered.items())),
+            "rejected": dict(sorted(rejected.items()))}
+
+
+def software_versions() -> dict:
+    import importlib.metadata as md
+
+    versions = {"python": platform.python_version()}
+    for package in ("pilepack", "apache-beam", "sentencepiece", "zstandard", "fsspec", "s3fs",
+                    "numpy", "google-crc32c"):
+        try:
+            versions[package] = md.version(package)
+        except md.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def build_manifest(summary: Summary, *, config: PipelineConfig, tokenizer: dict, features: dict,
+                   inputs: list, created: str | None = None) -> dict:
+    shards = sorted(summary.shards, key=lambda s: s.path)
+    pack = PackStats(**{k: summary.pack.get(k, 0) for k in PackStats.__dataclass_fields__})
+    totals = {
+        "shards": len(shards),
+        "bytes": sum(s.bytes for s in shards),
+        "records": sum(s.records for s in shards),
+        "tokens": sum(s.tokens for s in shards),
+        "padding_tokens": sum(s.padding_tokens for s in shards),
+        "partial_records": pack.partial_records,
+        "dropped_records": pack.dropped_records,
+        "dropped_tokens": pack.dropped_tokens,
+        "documents": sum(v[0] for v in summary.subsets.values()),
+        "text_bytes": sum(v[1] for v in summary.subsets.values()),
+    }
+    formats = {stats.file_index: stats.format for stats in summary.files}
+    return {
+        "format": manifest_schema.FORMAT,
+        "version": manifest_schema.VERSION,
+        "split": config.split,
+        "created": created or datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "seq_len": config.seq_len,
+        "tokenizer": tokenizer,
+        "features": features,
+        "packing": {
+            "record_len": config.seq_len + 1,
+            "stride": config.seq_len,
+            "leading_eos": True,
+            "last_record": config.last_record,
+            "chunk_bytes": config.read.chunk_bytes,
+        },
+        "shards": [s.to_json() for s in shards],
+        "totals": totals,
+        "subsets": {
+            name: {"documents": v[0], "bytes": v[1], "tokens": v[2]}
+            for name, v in sorted(summary.subsets.items())
+        },
+        "inputs": [
+            {"path": f.path, "bytes": f.bytes, "format": formats.get(f.index, "")} for f in inputs
+        ],
+        "accounting": accounting(summary),
+        "dead_letters": [d.to_json() for d in sorted(summary.dead_letters, key=lambda d: d.path)],
+        "config": config.to_json(),
+        "software": software_versions(),
+    }
+
+
+class _CommitManifestFn(beam.DoFn):
+    def __init__(self, *, config, tokenizer, features, inputs):
+        self._config = config
+        self._tokenizer = tokenizer
+        self._features = features
+        self._inputs = inputs
+
+    def process(self, summary: Summary):
+        doc = build_manifest(summary, config=self._config, tokenizer=self._tokenizer,
+                             features=self._features, inputs=self._inputs)
+        counts = doc["accounting"]
+        bad = sum(counts["rejected"].values())
+        if counts["read"] and bad / counts["read"] > self._config.read.max_bad_fraction:
+            raise TooManyBadRecords(
+                f"pilepack-error: {bad} of {counts['read']} records were rejected "
+                f"({bad / counts['read']:.2%} > --max_bad_fraction="
+                f"{self._config.read.max_bad_fraction}); by reason: {counts['rejected']}. "
+                f"See the dead letters under {self._config.output}/dead_letters; no manifest was "
+                "written. Fix the input or raise --max_bad_fraction."
+            )
+        yield manifest_schema.write(doc, directory=self._config.output)
+
+
+class CommitManifest(beam.PTransform):
+    """Flattened statistics -> the path of the written manifest (one element)."""
+
+    def __init__(self, *, config: PipelineConfig, tokenizer: dict, features: dict, inputs: list):
+        super().__init__()
+        self._fn = _CommitManifestFn(config=config, tokenizer=tokenizer, features=features,
+                                     inputs=inputs)
+
+    def expand(self, stats):
+        return (
+            stats
+            | "Summarize" >> beam.CombineGlobally(_SummaryFn())
+            | "WriteManifest" >> beam.ParDo(self._fn)
+        )

@@ -1,0 +1,41 @@
+"""Prepare ``--output`` for a run: refuse to clobber a complete dataset, clear leftovers.
+
+A directory with ``manifest.json`` holds a complete dataset: replacing it needs
+``--overwrite``, and the manifest is removed *first*, so a half-rebuilt directory is never
+mistaken for a complete one. Without a manifest, shards, dead letters and ``.inprogress-``
+files are leftovers of an interrupted run (never listed anywhere) and are deleted; shard names
+are deterministic, so the rerun rewrites them identically.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from schemas import storage
+from schemas.manifest import MANIFEST_NAME
+
+log = logging.getLogger(__name__)
+LEFTOVER_SUFFIXES = (".tfrecord", ".jsonl")
+
+
+def prepare(output: str, *, overwrite: bool) -> None:
+    fs, root = storage.filesystem(output)
+    root = root.rstrip("/")
+    manifest = f"{root}/{MANIFEST_NAME}"
+    if fs.exists(manifest):
+        if not overwrite:
+            raise ValueError(
+                f"{output} already holds a complete dataset ({MANIFEST_NAME} exists); pass "
+                "--overwrite to replace it, or choose another --output"
+            )
+        fs.rm(manifest)
+    if not fs.exists(root):
+        fs.makedirs(root, exist_ok=True)
+        return
+    stale = [
+        path for path in fs.find(root)
+        if storage.TMP_MARKER in path.rsplit("/", 1)[-1] or path.endswith(LEFTOVER_SUFFIXES)
+    ]
+    if stale:
+        log.info("removing %d leftover file(s) of an interrupted run in %s", len(stale), output)
+        fs.rm(stale)

@@ -1,0 +1,80 @@
+"""``python -m pipeline.roundtrip --manifest PATH``: decode a split and compare with its input.
+
+Re-reads the input files the manifest lists (with the run's own read options), decodes every
+document back from the shards (``pipeline.verify.iter_documents``) and checks that the texts
+are equal, in order per input file. This is the strongest check a dataset can pass: nothing
+lost, nothing reordered, the tokenizer lossless on this data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from pipeline.config import ReadConfig
+from pipeline.inputs import InputFile
+from pipeline.read import Chunk, read_file
+from pipeline.verify import iter_documents
+from schemas import manifest as manifest_lib
+
+
+@dataclasses.dataclass
+class RoundTrip:
+    documents: int = 0
+    mismatches: list = dataclasses.field(default_factory=list)
+
+
+def input_texts(doc: dict):
+    """(file, line, text) of every written document, from the input files, in order."""
+    read = ReadConfig(**{k: (tuple(v) if isinstance(v, list) else v)
+                         for k, v in doc["config"]["read"].items()})
+    for index, entry in enumerate(doc["inputs"]):
+        file = InputFile(index=index, path=entry["path"], bytes=entry["bytes"])
+        for item in read_file(file, config=read):
+            if isinstance(item, Chunk):
+                for document in item.documents:
+                    yield file.path, document.line, document.text
+
+
+def check(manifest_path: str, *, max_reports: int = 10) -> RoundTrip:
+    import sentencepiece as spm
+
+    from tokenizer.encoder import load_model_bytes
+
+    dataset = manifest_lib.load(manifest_path)
+    sp = spm.SentencePieceProcessor(model_proto=load_model_bytes(dataset.tokenizer_path))
+    result = RoundTrip()
+    decoded = iter_documents(dataset)
+    for path, line, text in input_texts(dataset.doc):
+        ids = next(decoded, None)
+        if ids is None:
+            result.mismatches.append(f"{path} line {line}: missing from the shards")
+            break
+        result.documents += 1
+        if sp.decode(ids.tolist()) != text and len(result.mismatches) < max_reports:
+            result.mismatches.append(f"{path} line {line}: decoded text differs")
+    if next(decoded, None) is not None:
+        result.mismatches.append("the shards hold more documents than the input")
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.roundtrip",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--manifest", required=True, help="manifest.json or its directory")
+    args = parser.parse_args(argv)
+    try:
+        result = check(args.manifest)
+    except manifest_lib.ManifestError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for problem in result.mismatches:
+        print(f"MISMATCH {problem}")
+    print(f"{'OK' if not result.mismatches else 'FAILED'}: {result.documents} documents "
+          "decoded and compared with the input")
+    return 0 if not result.mismatches else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""schemas/manifest.py: validation on write and read, versions, unsafe paths, missing shards."""
+
+import copy
+import json
+
+import pytest
+
+from pipeline.config import PipelineConfig
+from pipeline.manifest import Summary, build_manifest
+from pipeline.read import ReadStats
+from pipeline.write import ShardInfo
+from schemas import manifest
+from schemas.records import RecordSpec
+
+SHA = "0" * 64
+
+
+def _doc(tmp_path):
+    (tmp_path / "train-00000-00000.tfrecord").write_bytes(b"x" * 10)
+    (tmp_path / "tokenizer.model").write_bytes(b"m")
+    summary = Summary()
+    summary.add(ShardInfo("train-00000-00000.tfrecord", 10, SHA, 1, 4, 0, 0))
+    stats = ReadStats(file_index=0, path="in.jsonl.zst", format="zstd", documents=2)
+    stats.rejected["invalid_json"] += 1
+    summary.add(stats)
+    tokenizer = {"file": "tokenizer.model", "sha256": SHA, "vocab_size": 300,
+                 "token_dtype": "uint16", "special_ids": {"pad": 0, "eos": 1, "unk": 2, "bos": 3},
+                 "lossless": True}
+    config = PipelineConfig(input="in.jsonl.zst", output=str(tmp_path), split="train", seq_len=4)
+    return build_manifest(summary, config=config, tokenizer=tokenizer,
+                          features=RecordSpec(seq_len=4, token_dtype="uint16").to_manifest(),
+                          inputs=[])
+
+
+def test_write_then_load(tmp_path):
+    doc = _doc(tmp_path)
+    assert doc["accounting"] == {"read": 3, "written": 2, "filtered": {},
+                                 "rejected": {"invalid_json": 1}}
+    path = manifest.write(doc, directory=str(tmp_path))
+    dataset = manifest.load(path)
+    assert dataset.record_spec == RecordSpec(seq_len=4, token_dtype="uint16")
+    assert dataset.shard_paths() == [str(tmp_path / "train-00000-00000.tfrecord")]
+    assert manifest.load(str(tmp_path)).doc == doc  # a directory works too
+
+
+@pytest.mark.parametrize("bad_path", ["../x.tfrecord", "/abs.tfrecord", "s3://b/x.tfrecord",
+                                      "a/../../x", "a\\b", "./x"])
+def test_unsafe_shard_paths_are_refused(tmp_path, bad_path):
+    doc = _doc(tmp_path)
+    doc["shards"][0]["path"] = bad_path
+    with pytest.raises(manifest.ManifestError, match="path|invalid"):
+        manifest.validate(doc, source="m.json")
+
+
+def test_unknown_version_is_named(tmp_path):
+    doc = _doc(tmp_path)
+    doc["version"] = 99
+    with pytest.raises(manifest.ManifestError, match="version 99 is not supported"):
+        manifest.validate(doc, source="m.json")
+
+
+def test_schema_violation_names_the_field(tmp_path):
+    doc = _doc(tmp_path)
+    doc["shards"][0]["sha256"] = "nothex"
+    with pytest.raises(manifest.ManifestError, match="shards/0/sha256"):
+        manifest.validate(doc, source="m.json")
+
+
+def test_missing_or_resized_shard_is_refused_on_load(tmp_path):
+    doc = _doc(tmp_path)
+    manifest.write(doc, directory=str(tmp_path))
+    (tmp_path / "train-00000-00000.tfrecord").write_bytes(b"x" * 9)
+    with pytest.raises(manifest.ManifestError, match="has 9 bytes"):
+        manifest.load(str(tmp_path))
+    (tmp_path / "train-00000-00000.tfrecord").unlink()
+    with pytest.raises(manifest.ManifestError, match="listed but missing"):
+        manifest.load(str(tmp_path))
+
+
+def test_no_manifest_means_incomplete(tmp_path):
+    with pytest.raises(manifest.ManifestError, match="not a complete dataset"):
+        manifest.load(str(tmp_path))
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(manifest.ManifestError, match="not valid JSON"):
+        manifest.load(str(tmp_path))
+
+
+def test_write_refuses_an_invalid_manifest(tmp_path):
+    doc = copy.deepcopy(_doc(tmp_path))
+    del doc["totals"]
+    with pytest.raises(manifest.ManifestError):
+        manifest.write(doc, directory=str(tmp_path))
+    assert not (tmp_path / "manifest.json").exists()
+    json.dumps(doc)  # still serializable: nothing exotic in a manifest
