@@ -59,6 +59,7 @@ class PipelineConfig:
     tokenizer_sample_bytes: int = 100 * MIB
     seed: int = 0
     num_threads: int = 0
+    encode_processes: int = 1
     overwrite: bool = False
     read: ReadConfig = dataclasses.field(default_factory=ReadConfig)
 
@@ -69,6 +70,8 @@ class PipelineConfig:
             raise ValueError(f"--last_record must be pad or drop, got {self.last_record!r}")
         if self.shard_bytes < 64 * 1024:
             raise ValueError(f"--shard_bytes must be at least 65536, got {self.shard_bytes}")
+        if self.encode_processes < 1:
+            raise ValueError(f"--encode_processes must be >= 1, got {self.encode_processes}")
         if self.vocab_size < 260:
             raise ValueError(f"--vocab_size must be >= 260 (256 byte pieces + 4 reserved ids), "
                              f"got {self.vocab_size}")
@@ -110,7 +113,11 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--tokenizer_sample_bytes", type=int, default=100 * MIB,
         help="text bytes drawn (stratified by pile_set_name) to train the tokenizer")
     add("--seed", type=int, default=0, help="seed of the tokenizer sample and training")
-    add("--num_threads", type=int, default=0, help="encoder threads per worker; 0 = all cores")
+    add("--num_threads", type=int, default=0,
+        help="SentencePiece threads of an in-process encoder; 0 = all cores")
+    add("--encode_processes", type=int, default=0,
+        help="encoder processes per Beam worker; 0 = one per core with the DirectRunner, "
+             "1 (in-process) with other runners, which already run a worker per core")
     add("--include_subsets", type=_csv, default=(), help="comma list of pile_set_name to keep")
     add("--exclude_subsets", type=_csv, default=(),
         help="comma list of pile_set_name to drop, e.g. Books3")
@@ -143,6 +150,7 @@ def config_from_args(args: argparse.Namespace, *, input: str, output: str) -> Pi
         tokenizer_sample_bytes=args.tokenizer_sample_bytes,
         seed=args.seed,
         num_threads=args.num_threads,
+        encode_processes=args.encode_processes or 1,
         overwrite=args.overwrite,
         read=ReadConfig(
             include_subsets=tuple(args.include_subsets),

@@ -245,7 +245,8 @@ def iter_gzip(raw: BinaryIO) -> Iterator[bytes]:
     reader = gzip.GzipFile(fileobj=raw, mode="rb")
     try:
         while True:
-            data = reader.read(_READ_BYTES)
+            # read1, not read: read() drops the bytes it decoded in the same call as EOFError.
+            data = reader.read1(_READ_BYTES)
             if not data:
                 return
             yield data

@@ -47,11 +47,10 @@ class Summary:
         else:
             stats, subsets = item
             self.pack.update(dataclasses.asdict(stats))
-            for name, (docs, size, tokens) in subsets.items():
-                entry = self.subsets.setdefault(name, [0, 0, 0])
-                entry[0] += docs
-                entry[1] += size
-                entry[2] += tokens
+            for name, values in subsets.items():
+                entry = self.subsets.setdefault(name, [0] * len(values))
+                for i, value in enumerate(values):
+                    entry[i] += value
 
     def merge(self, other: "Summary") -> None:
         self.shards += other.shards
@@ -59,9 +58,9 @@ class Summary:
         self.files += other.files
         self.pack.update(other.pack)
         for name, values in other.subsets.items():
-            entry = self.subsets.setdefault(name, [0, 0, 0])
-            for i in range(3):
-                entry[i] += values[i]
+            entry = self.subsets.setdefault(name, [0] * len(values))
+            for i, value in enumerate(values):
+                entry[i] += value
 
 
 class _SummaryFn(beam.CombineFn):
@@ -123,6 +122,7 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, tokenizer: dict,
         "dropped_tokens": pack.dropped_tokens,
         "documents": sum(v[0] for v in summary.subsets.values()),
         "text_bytes": sum(v[1] for v in summary.subsets.values()),
+        "lossy_documents": sum(v[3] for v in summary.subsets.values()),
     }
     formats = {stats.file_index: stats.format for stats in summary.files}
     return {
@@ -143,7 +143,7 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, tokenizer: dict,
         "shards": [s.to_json() for s in shards],
         "totals": totals,
         "subsets": {
-            name: {"documents": v[0], "bytes": v[1], "tokens": v[2]}
+            name: {"documents": v[0], "bytes": v[1], "tokens": v[2], "lossy_documents": v[3]}
             for name, v in sorted(summary.subsets.items())
         },
         "inputs": [

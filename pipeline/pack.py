@@ -130,7 +130,7 @@ class PackedChunk:
     chunk_index: int
     features: dict  # feature name -> [records, seq_len + 1] array
     stats: PackStats
-    subsets: dict  # subset -> [documents, text bytes, tokens]
+    subsets: dict  # subset -> [documents, text bytes, tokens, lossy documents]
 
 
 class _PackFn(beam.DoFn):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 
@@ -41,7 +42,8 @@ def build_pipeline(p: beam.Pipeline, *, config: config_lib.PipelineConfig,
     read = files | "Read" >> ReadDocuments(config=config.read)
     written = (
         read.chunks
-        | "Tokenize" >> Tokenize(model_path=tokenizer.path, num_threads=config.encoder_threads)
+        | "Tokenize" >> Tokenize(model_path=tokenizer.path, num_threads=config.encoder_threads,
+                                 processes=config.encode_processes)
         | "Pack" >> Pack(spec=spec, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                          last_record=config.last_record)
         | "Write" >> WriteShards(directory=config.output, split=config.split,
@@ -101,6 +103,8 @@ def main(argv=None) -> int:
     for noisy in ("apache_beam", "absl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     args, beam_args = parse(sys.argv[1:] if argv is None else argv)
+    if not args.encode_processes:
+        args.encode_processes = default_encode_processes(beam_args)
     try:
         if args.input:
             if not args.output:
@@ -119,6 +123,19 @@ def main(argv=None) -> int:
         print(f"error: {message}", file=sys.stderr)
         return 2
     return 0
+
+
+def default_encode_processes(beam_args: list[str]) -> int:
+    """One encoder process per core on the DirectRunner; in-process on distributed runners."""
+    runner = "DirectRunner"
+    for i, arg in enumerate(beam_args):
+        if arg.startswith("--runner="):
+            runner = arg.split("=", 1)[1]
+        elif arg == "--runner" and i + 1 < len(beam_args):
+            runner = beam_args[i + 1]
+    if runner not in ("DirectRunner", "direct", "BundleBasedDirectRunner"):
+        return 1
+    return os.cpu_count() or 1
 
 
 def run_sample(args, beam_args) -> None:

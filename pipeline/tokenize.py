@@ -1,17 +1,28 @@
 """Stage 2, Tokenize: Chunk -> TokenizedChunk (one id array per document, subset stats).
 
 The SentencePiece model is loaded once per worker in ``DoFn.setup()``; a whole chunk is
-encoded in one batched, multi-threaded call (``tokenizer.encoder.CachedEncoder``), whose ids
-are identical to ``SentencePieceProcessor.encode``.
+encoded in one batched call (``tokenizer.encoder.CachedEncoder``), whose ids are identical to
+``SentencePieceProcessor.encode``.
+
+Most of the encoder's time is Python (word split, cache look-ups), which holds the GIL, so
+with ``processes > 1`` chunks are encoded in a pool of that many encoder processes (each with
+its own model and cache) while this process reads, packs and writes: every core works even
+with a single input file. Results are emitted in input order (a FIFO of futures), so the
+output does not depend on the pool; the last ones are emitted in ``finish_bundle``, which Beam
+calls upstream-first, before the downstream writer finishes.
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import dataclasses
+import multiprocessing
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.read import Chunk
 
@@ -21,37 +32,89 @@ class TokenizedChunk:
     file_index: int
     chunk_index: int
     documents: tuple[np.ndarray, ...]
-    # subset -> [documents, text bytes, tokens]
+    # subset -> [documents, text bytes, tokens, lossy documents]
     subsets: dict
 
 
+# SentencePiece escapes ' ' to U+2581 before encoding, so a literal U+2581 in the text decodes
+# as a space: the one character no SentencePiece model round-trips. Such documents are kept
+# and counted per subset as ``lossy_documents``.
+LOSSY_CHAR = "\u2581"
+
+
 def subset_stats(chunk: Chunk, token_arrays) -> dict:
-    stats = collections.defaultdict(lambda: [0, 0, 0])
+    stats = collections.defaultdict(lambda: [0, 0, 0, 0])
     for doc, ids in zip(chunk.documents, token_arrays):
         entry = stats[doc.subset]
         entry[0] += 1
         entry[1] += doc.text_bytes
         entry[2] += len(ids)
+        entry[3] += LOSSY_CHAR in doc.text
     return dict(stats)
 
 
+_POOL_ENCODER = None  # one per pool process
+
+
+def _init_pool_encoder(model_proto: bytes) -> None:
+    global _POOL_ENCODER
+    from tokenizer.encoder import CachedEncoder
+
+    _POOL_ENCODER = CachedEncoder(model_proto=model_proto, num_threads=1)
+
+
+def _pool_encode(texts: list[str]) -> list[np.ndarray]:
+    return _POOL_ENCODER.encode_batch(texts)
+
+
 class _TokenizeFn(beam.DoFn):
-    def __init__(self, *, model_path: str, num_threads: int):
+    def __init__(self, *, model_path: str, num_threads: int, processes: int):
         self._model_path = model_path
         self._num_threads = num_threads
+        self._processes = processes
         self._encoder = None
+        self._pool = None
 
     def setup(self):
         from tokenizer.encoder import CachedEncoder, load_model_bytes
 
-        self._encoder = CachedEncoder(
-            model_proto=load_model_bytes(self._model_path), num_threads=self._num_threads
-        )
+        model = load_model_bytes(self._model_path)
+        if self._processes > 1:
+            # spawn, not fork: this process runs Beam's and TensorFlow's threads.
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=self._processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_pool_encoder, initargs=(model,),
+            )
+        else:
+            self._encoder = CachedEncoder(model_proto=model, num_threads=self._num_threads)
+
+    def start_bundle(self):
+        self._pending = collections.deque()
 
     def process(self, chunk: Chunk):
-        ids = self._encoder.encode_batch([doc.text for doc in chunk.documents])
+        texts = [doc.text for doc in chunk.documents]
+        if self._pool is None:
+            yield self._result(chunk, self._encoder.encode_batch(texts))
+            return
+        self._pending.append((chunk, self._pool.submit(_pool_encode, texts)))
+        # Keep every process busy, plus one chunk queued, and no more (bounded memory).
+        while len(self._pending) > self._processes + 1:
+            done, future = self._pending.popleft()
+            yield self._result(done, future.result())
+
+    def finish_bundle(self):
+        while self._pending:
+            chunk, future = self._pending.popleft()
+            yield WindowedValue(self._result(chunk, future.result()), 0, [GlobalWindow()])
+
+    def teardown(self):
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    @staticmethod
+    def _result(chunk: Chunk, ids) -> TokenizedChunk:
         beam.metrics.Metrics.counter("tokenize", "documents").inc(len(ids))
-        yield TokenizedChunk(
+        return TokenizedChunk(
             file_index=chunk.file_index,
             chunk_index=chunk.chunk_index,
             documents=tuple(ids),
@@ -62,12 +125,10 @@ class _TokenizeFn(beam.DoFn):
 class Tokenize(beam.PTransform):
     """PCollection[Chunk] -> PCollection[TokenizedChunk]."""
 
-    def __init__(self, *, model_path: str, num_threads: int):
+    def __init__(self, *, model_path: str, num_threads: int, processes: int = 1):
         super().__init__()
-        self._model_path = model_path
-        self._num_threads = num_threads
+        self._fn = _TokenizeFn(model_path=model_path, num_threads=num_threads,
+                               processes=processes)
 
     def expand(self, chunks):
-        return chunks | "Encode" >> beam.ParDo(
-            _TokenizeFn(model_path=self._model_path, num_threads=self._num_threads)
-        )
+        return chunks | "Encode" >> beam.ParDo(self._fn)

@@ -1,10 +1,13 @@
 """``python -m pipeline.verify --manifest PATH [--deep]``: check a dataset end to end.
 
-Checks the manifest against its schema, then every shard: present, size, sha256, TFRecord
-framing and CRCs, record count. ``--deep`` also parses every record with TensorFlow using only
-the manifest's feature spec and checks shapes, token ids against the vocabulary, and the
-shard's token and padding counts. Exit status 0 when clean, 1 when a problem was found (each
-named with its shard), 2 when the manifest itself cannot be read.
+Checks the manifest (schema, version, safe relative paths, record spec, totals and accounting
+that add up), the tokenizer file (present, sha256) and the dead-letter files (present, record
+counts), then every shard in one streaming pass: present, size, sha256, TFRecord framing and
+CRCs, record count. ``--deep`` also parses every record with TensorFlow from the manifest's
+feature spec alone and checks shapes, token ids against the vocabulary, and the shard's token
+and padding counts. Every file is read through fsspec, so ``s3://`` datasets work like local
+ones. Exit status 0 when clean, 1 when a problem was found (each named with its file), 2 when
+the manifest itself cannot be used.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ from schemas import manifest as manifest_lib
 from schemas import storage
 from schemas.records import iter_tfrecord_frames
 
+_BATCH = 256  # records parsed per TensorFlow call
+
 
 @dataclasses.dataclass
 class Report:
     shards: int = 0
     records: int = 0
     problems: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)  # worth knowing, not wrong
 
     @property
     def ok(self) -> bool:
@@ -48,75 +54,181 @@ class _HashingReader:
         return data
 
 
-def check_shard(path: str, shard: dict) -> tuple[list[str], int]:
-    """Problems of one shard (size, sha256, framing, record count) and its frame count."""
+class _DeepCheck:
+    """Parses a shard's records in batches; counts real and padding tokens."""
+
+    def __init__(self, dataset: manifest_lib.Dataset):
+        self._spec = dataset.record_spec
+        self._pad = dataset.tokenizer["special_ids"]["pad"]
+        self._vocab = dataset.tokenizer["vocab_size"]
+        self.tokens = self.padding = 0
+        self.problem: str | None = None
+
+    def add(self, payloads: list[bytes], *, first_record: int) -> None:
+        if self.problem or not payloads:
+            return
+        try:
+            ids = parse_payloads(payloads, self._spec)["tokens"]  # (N, seq_len + 1)
+        except Exception as err:  # TensorFlow raises its own types for malformed records
+            message = f"{type(err).__name__}: {err}".split("\n")[0][:300]
+            self.problem = (f"records {first_record}..{first_record + len(payloads) - 1} do not "
+                            f"parse as the manifest's features: {message}")
+            return
+        if ids.min() < 0 or ids.max() >= self._vocab:
+            self.problem = f"a token id outside [0, {self._vocab}) in records from {first_record}"
+            return
+        is_pad = ids == self._pad
+        self.padding += int(is_pad.sum())
+        self.tokens += int((~is_pad[:, 1:]).sum())
+
+
+def parse_payloads(payloads: list[bytes], spec) -> dict[str, np.ndarray]:
+    """Serialized records -> numpy arrays [N, seq_len + 1], with TensorFlow and the spec."""
+    import tensorflow as tf
+
+    from schemas.records_tf import parse_records
+
+    parsed = parse_records(tf.constant(payloads, dtype=tf.string), spec)
+    return {name: value.numpy() for name, value in parsed.items()}
+
+
+def check_shard(path: str, shard: dict, *, deep: _DeepCheck | None = None
+                ) -> tuple[list[str], int]:
+    """Problems of one shard (size, sha256, framing, record count[, records]) and its records."""
     name = shard["path"]
     fs, stripped = storage.filesystem(path)
-    if not fs.exists(stripped):
-        return [f"{name}: missing"], 0
-    problems, frames = [], 0
-    with fs.open(stripped, "rb") as handle:
-        reader = _HashingReader(handle)
-        try:
-            for _ in iter_tfrecord_frames(reader):
-                frames += 1
-        except ValueError as err:
-            problems.append(f"{name}: {err}")
-        while reader.read(1 << 20):  # hash whatever framing did not consume
-            pass
+    try:
+        if not fs.exists(stripped):
+            return [f"{name}: missing"], 0
+        problems, frames, batch = [], 0, []
+        with fs.open(stripped, "rb") as handle:
+            reader = _HashingReader(handle)
+            try:
+                for payload in iter_tfrecord_frames(reader):
+                    frames += 1
+                    if deep is not None:
+                        batch.append(payload)
+                        if len(batch) == _BATCH:
+                            deep.add(batch, first_record=frames - len(batch))
+                            batch = []
+            except ValueError as err:
+                problems.append(f"{name}: {err}")
+            while reader.read(1 << 20):  # hash whatever framing did not consume
+                pass
+    except OSError as err:
+        return [f"{name}: cannot be read: {type(err).__name__}: {err}"], 0
     if reader.bytes != shard["bytes"]:
         problems.append(f"{name}: {reader.bytes} bytes, manifest says {shard['bytes']}")
     if reader.sha256.hexdigest() != shard["sha256"]:
         problems.append(f"{name}: sha256 {reader.sha256.hexdigest()} does not match the manifest")
     if not problems and frames != shard["records"]:
         problems.append(f"{name}: {frames} records, manifest says {shard['records']}")
+    if deep is not None and not problems:
+        deep.add(batch, first_record=frames - len(batch))
+        if deep.problem:
+            problems.append(f"{name}: {deep.problem}")
+        elif (deep.tokens, deep.padding) != (shard["tokens"], shard["padding_tokens"]):
+            problems.append(f"{name}: {deep.tokens} tokens / {deep.padding} padding, manifest "
+                            f"says {shard['tokens']} / {shard['padding_tokens']}")
     return problems, frames
 
 
-def iter_record_batches(dataset: manifest_lib.Dataset, path: str, *, batch: int = 512):
-    """Parsed records of one shard as numpy arrays, with TensorFlow and the feature spec."""
-    import tensorflow as tf
-
-    from schemas.records_tf import parse_records
-
-    spec = dataset.record_spec
-    for serialized in tf.data.TFRecordDataset([path]).batch(batch):
-        yield {k: v.numpy() for k, v in parse_records(serialized, spec).items()}
-
-
-def deep_check(dataset: manifest_lib.Dataset, path: str, shard: dict) -> list[str]:
-    name = shard["path"]
-    pad = dataset.tokenizer["special_ids"]["pad"]
-    vocab = dataset.tokenizer["vocab_size"]
-    tokens = padding = 0
-    try:
-        for arrays in iter_record_batches(dataset, path):
-            ids = arrays["tokens"]
-            if ids.size and (ids.min() < 0 or ids.max() >= vocab):
-                return [f"{name}: token id outside [0, {vocab})"]
-            is_pad = ids == pad
-            padding += int(is_pad.sum())
-            tokens += int((~is_pad[:, 1:]).sum())
-    except Exception as err:  # TensorFlow raises its own error types for corrupt data
-        return [f"{name}: records do not parse: {type(err).__name__}: {err}".split("\n")[0]]
+def check_consistency(doc: dict) -> list[str]:
+    """Totals and accounting that must add up (a hand-edited or mixed-up manifest fails)."""
     problems = []
-    if tokens != shard["tokens"] or padding != shard["padding_tokens"]:
-        problems.append(f"{name}: {tokens} tokens / {padding} padding, manifest says "
-                        f"{shard['tokens']} / {shard['padding_tokens']}")
+    shards, totals, acct = doc["shards"], doc["totals"], doc["accounting"]
+    for key, field in (("shards", None), ("bytes", "bytes"), ("records", "records"),
+                       ("tokens", "tokens"), ("padding_tokens", "padding_tokens")):
+        actual = len(shards) if field is None else sum(s[field] for s in shards)
+        if totals[key] != actual:
+            problems.append(f"manifest: totals.{key} is {totals[key]}, its shards add up to "
+                            f"{actual}")
+    filtered, rejected = sum(acct["filtered"].values()), sum(acct["rejected"].values())
+    if acct["read"] != acct["written"] + filtered + rejected:
+        problems.append(f"manifest: accounting does not add up: read {acct['read']} != written "
+                        f"{acct['written']} + filtered {filtered} + rejected {rejected}")
+    if sum(d["records"] for d in doc["dead_letters"]) != rejected:
+        problems.append(f"manifest: {rejected} rejected records but "
+                        f"{sum(d['records'] for d in doc['dead_letters'])} dead letters listed")
     return problems
 
 
+def check_side_files(dataset: manifest_lib.Dataset) -> list[str]:
+    """The tokenizer (sha256) and the dead-letter files (record counts)."""
+    problems = []
+    tokenizer = dataset.tokenizer
+    try:
+        fs, stripped = storage.filesystem(dataset.tokenizer_path)
+        if not fs.exists(stripped):
+            problems.append(f"{tokenizer['file']}: missing")
+        else:
+            with fs.open(stripped, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+            if digest != tokenizer["sha256"]:
+                problems.append(f"{tokenizer['file']}: sha256 {digest} does not match the "
+                                "manifest (a different tokenizer?)")
+        for entry in dataset.doc["dead_letters"]:
+            fs, stripped = storage.filesystem(storage.join(dataset.directory, entry["path"]))
+            if not fs.exists(stripped):
+                problems.append(f"{entry['path']}: missing")
+                continue
+            with fs.open(stripped, "rb") as handle:
+                lines = sum(1 for line in handle if line.strip())
+            if lines != entry["records"]:
+                problems.append(f"{entry['path']}: {lines} records, manifest says "
+                                f"{entry['records']}")
+    except OSError as err:
+        problems.append(f"cannot read a file of the dataset: {type(err).__name__}: {err}")
+    return problems
+
+
+def unlisted_files(dataset: manifest_lib.Dataset) -> list[str]:
+    """Files beside the manifest that it does not list (leftovers; harmless, but named)."""
+    fs, root = storage.filesystem(dataset.directory)
+    root = root.rstrip("/")
+    listed = {shard["path"] for shard in dataset.shards}
+    listed |= {d["path"] for d in dataset.doc["dead_letters"]}
+    listed |= {manifest_lib.MANIFEST_NAME, dataset.tokenizer["file"], "tokenizer.vocab"}
+    try:
+        found = [path[len(root) + 1:] for path in fs.find(root)]
+    except OSError:
+        return []
+    return sorted(path for path in found if path not in listed)
+
+
 def verify(manifest_path: str, *, deep: bool = False) -> Report:
+    """Check a dataset; raises ManifestError when the manifest itself is unusable."""
     dataset = manifest_lib.load(manifest_path, check_files=False)
+    try:
+        dataset.record_spec  # noqa: B018 -- validates the features against seq_len
+    except ValueError as err:
+        raise manifest_lib.ManifestError(f"{dataset.manifest_path}: {err}") from err
     report = Report()
+    report.problems += check_consistency(dataset.doc)
+    report.problems += check_side_files(dataset)
     for shard, path in zip(dataset.shards, dataset.shard_paths()):
-        problems, frames = check_shard(path, shard)
-        if deep and not problems:
-            problems += deep_check(dataset, path, shard)
+        problems, frames = check_shard(path, shard, deep=_DeepCheck(dataset) if deep else None)
         report.shards += 1
         report.records += frames
         report.problems += problems
+    report.notes += [f"{path}: not listed in the manifest (leftover of another run?)"
+                     for path in unlisted_files(dataset)]
     return report
+
+
+def iter_record_batches(dataset: manifest_lib.Dataset, path: str, *, batch: int = 512):
+    """Parsed records of one shard as numpy arrays (read through fsspec, parsed by TF)."""
+    spec = dataset.record_spec
+    fs, stripped = storage.filesystem(path)
+    payloads = []
+    with fs.open(stripped, "rb") as handle:
+        for payload in iter_tfrecord_frames(handle):
+            payloads.append(payload)
+            if len(payloads) == batch:
+                yield parse_payloads(payloads, spec)
+                payloads = []
+    if payloads:
+        yield parse_payloads(payloads, spec)
 
 
 def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:
@@ -150,9 +262,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         report = verify(args.manifest, deep=args.deep)
-    except manifest_lib.ManifestError as err:
+    except (manifest_lib.ManifestError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    for note in report.notes:
+        print(f"NOTE {note}")
     for problem in report.problems:
         print(f"PROBLEM {problem}")
     status = "OK" if report.ok else f"{len(report.problems)} PROBLEM(S)"

@@ -196,3 +196,30 @@ def test_token_ids_equal_the_plain_encoder(train_split, corpus):
     assert written == [sp.encode(text) for text in corpus["texts"]]
     assert os.path.getsize(dataset.tokenizer_path) == len(load_model_bytes(dataset.tokenizer_path))
     assert np.all(np.array([len(w) for w in written]) > 0)
+
+
+def test_roundtrip_tool_and_the_one_lossy_character(train_split, tmp_path):
+    from pipeline import roundtrip
+
+    model = pathlib.Path(train_split) / "tokenizer.model"
+    write_jsonl_zst(tmp_path / "in.jsonl.zst", [pile_doc("plain text"), pile_doc("a\u2581b", "X")])
+    out = tmp_path / "out"
+    assert _run("--input", tmp_path / "in.jsonl.zst", "--output", out, "--seq_len=16",
+                "--tokenizer_model", model) == 0
+    doc = manifest.load(str(out)).doc
+    assert doc["totals"]["lossy_documents"] == 1 and doc["subsets"]["X"]["lossy_documents"] == 1
+    result = roundtrip.check(str(out))
+    assert (result.documents, result.lossy, result.mismatches) == (2, 1, [])
+    assert roundtrip.check(str(train_split)).mismatches == []
+
+
+def test_encoder_pool_and_in_process_encoder_write_identical_shards(train_split, corpus, tmp_path):
+    model = pathlib.Path(train_split) / "tokenizer.model"
+    shas = []
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}"
+        assert _run("--input", corpus["dir"] / "00.jsonl.zst", "--output", out, "--seq_len=64",
+                    "--chunk_bytes=8000", "--tokenizer_model", model,
+                    f"--encode_processes={processes}", "--split=s") == 0
+        shas.append([s["sha256"] for s in manifest.load(str(out)).shards])
+    assert shas[0] == shas[1]
