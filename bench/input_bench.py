@@ -1,0 +1,117 @@
+"""Trainer input throughput: tokens/s per core that tf.data delivers from local shards.
+
+    python -m bench.input_bench [--manifest=PATH] [--seq_len=2048] [--records=40000]
+
+Reads, parses and batches shards exactly as training does (``trainer.data.make_dataset``:
+interleaved reads, windowed shuffle, batch, parse), on 1 thread and on all cores, and reports
+tokens/s per core (target: >= 20 M). Without ``--manifest`` it writes a synthetic dataset of
+``--records`` uint16 records to a temporary local directory first. The shards are read once
+before timing, so the figure is for shards in the page cache (local NVMe reads are faster
+than this pipeline; network file systems may not be).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from schemas import manifest
+from tests.trainer.datasets import write_dataset
+from trainer.data import make_dataset, plan_input
+
+
+def synthetic_dataset(
+    directory: str, *, records: int, seq_len: int, shards: int, vocab_size: int = 32768
+) -> str:
+    """``records`` random uint16 records in ``shards`` shards (the tests' dataset writer)."""
+    rng = np.random.default_rng(0)
+
+    def shard():
+        for _ in range(records // shards):
+            yield rng.integers(4, vocab_size, seq_len + 1)
+
+    return write_dataset(
+        directory,
+        shards=[shard() for _ in range(shards)],
+        seq_len=seq_len,
+        vocab_size=vocab_size,
+        split="bench",
+    )
+
+
+def measure(
+    *, data: manifest.Dataset, batch: int, threads: int, shuffle: bool, seconds: float
+) -> float:
+    """Tokens/s (model input positions: batch x seq_len) over ``seconds`` after one warm-up pass."""
+    plan = plan_input(dataset=data, num_pipelines=1, pipeline_id=0, per_replica_batch=batch)
+    dataset = make_dataset(plan=plan, spec=data.record_spec, seed=0, shuffle=shuffle)
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = threads
+    options.threading.max_intra_op_parallelism = 1
+    iterator = iter(dataset.with_options(options))
+    for _ in range(plan.batches_per_epoch):  # warm-up: page cache, autotuning
+        next(iterator)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        next(iterator)
+        count += 1
+    return count * batch * data.seq_len / (time.perf_counter() - start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--manifest", default=None, help="an existing dataset; default: synthetic")
+    parser.add_argument("--seq_len", type=int, default=2048)
+    parser.add_argument("--records", type=int, default=40_000)
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=32, help="records per batch")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.manifest or synthetic_dataset(
+            tmp, records=args.records, seq_len=args.seq_len, shards=args.shards
+        )
+        data = manifest.load(path)
+        cores = os.cpu_count() or 1
+        results = {}
+        for shuffle in (True, False):
+            for threads in sorted({1, cores}):
+                rate = measure(
+                    data=data,
+                    batch=args.batch,
+                    threads=threads,
+                    shuffle=shuffle,
+                    seconds=args.seconds,
+                )
+                results[f"shuffle={shuffle} threads={threads}"] = {
+                    "tokens_per_s": round(rate),
+                    "tokens_per_s_per_core": round(rate / threads),
+                }
+    print(
+        json.dumps(
+            {
+                "seq_len": data.seq_len,
+                "batch": args.batch,
+                "cores": cores,
+                "machine": platform.processor() or platform.machine(),
+                "tensorflow": tf.__version__,
+                "results": results,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""One worker of the two-process MultiWorkerMirroredStrategy test (run by test_multiworker.py).
+
+    TF_CONFIG=... python -m tests.trainer.multiworker_worker MANIFEST MODEL_DIR OUT_JSON STEPS
+
+Trains through the same library calls as ``trainer.train`` and writes what this worker saw:
+its rank, the shards it read, per-step local and global token counts, losses, and a digest of
+its final weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+import keras
+import numpy as np
+
+
+def main(argv: list[str]) -> int:
+    manifest_path, model_dir, out_path, steps = argv[0], argv[1], argv[2], int(argv[3])
+    from schemas import manifest
+    from trainer import loop
+    from trainer.config import TrainConfig
+    from trainer.distribute import cluster_from_env, make_backend
+    from trainer.model import GPTConfig
+
+    backend = make_backend("multiworker", cluster=cluster_from_env(dict(os.environ)))
+    keras.utils.set_random_seed(1234 + backend.rank)  # different on purpose: the strategy must sync
+    data = manifest.load(manifest_path)
+    model_config = GPTConfig.from_preset(
+        "tiny", vocab_size=data.tokenizer["vocab_size"], seq_len=data.seq_len
+    )
+    train_config = TrainConfig(
+        steps=steps,
+        global_batch_size=8,
+        warmup_steps=2,
+        learning_rate=1e-3,
+        log_every=1,
+        checkpoint_every=steps,
+    )
+    result = loop.train(
+        model_config=model_config,
+        train_config=train_config,
+        backend=backend,
+        train_data=data,
+        model_dir=model_dir,
+    )
+    digest = hashlib.sha256()
+    for weight in result.model.get_weights():
+        digest.update(np.ascontiguousarray(weight).tobytes())
+    with open(out_path, "w") as handle:
+        json.dump(
+            {
+                "rank": backend.rank,
+                "world_size": backend.world_size,
+                "num_replicas": backend.num_replicas,
+                "is_chief": backend.is_chief,
+                "input_files": list(result.input_files),
+                "history": result.history,
+                "weights_sha256": digest.hexdigest(),
+            },
+            handle,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,23 @@
+"""Rank, world size, chief-ness and the gradient all-reduce: one small abstraction, five backends.
+
+``Backend`` is all the training loop knows about distribution. ``make_backend`` builds one by
+name; ``resolve.py`` turns ``--backend=auto`` and the cluster environment into a name and a
+cluster description (the entry point reads the environment, never this package).
+"""
+
+from trainer.distribute.base import Backend, BackendUnavailable
+from trainer.distribute.resolve import (
+    BACKENDS,
+    cluster_from_env,
+    make_backend,
+    resolve_backend_name,
+)
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendUnavailable",
+    "cluster_from_env",
+    "make_backend",
+    "resolve_backend_name",
+]

@@ -1,0 +1,84 @@
+"""The one abstraction the training loop uses for distribution."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+
+def dense(grads: Sequence) -> list:
+    """Embedding gradients arrive as IndexedSlices with one row per token occurrence: densify
+    them, so the all-reduce is one dense sum and the clip norm is the true gradient norm (the
+    norm of IndexedSlices counts repeated tokens' rows separately)."""
+    return [tf.convert_to_tensor(g) for g in grads]
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend's library is missing or cannot run here; the message names the fix."""
+
+
+class Backend(abc.ABC):
+    """Where this process sits in the job, and the collectives the training step needs.
+
+    Every backend runs the step through ``run`` inside a ``tf.distribute`` strategy: the
+    tf.distribute backends with their own strategy, Horovod and smdistributed with the default
+    (one-replica) strategy, one process per GPU. So the loop has one path.
+
+    Attributes:
+        name: the ``--backend`` name.
+        strategy: the ``tf.distribute.Strategy`` to create variables under and run steps with.
+        rank: index of this process (0 is the chief).
+        world_size: number of processes (= input pipelines).
+        num_replicas: replicas summing their gradients, across all processes.
+    """
+
+    def __init__(self, *, name: str, strategy: tf.distribute.Strategy, rank: int, world_size: int):
+        self.name = name
+        self.strategy = strategy
+        self.rank = rank
+        self.world_size = world_size
+
+    @property
+    def num_replicas(self) -> int:
+        return self.strategy.num_replicas_in_sync
+
+    @property
+    def is_chief(self) -> bool:
+        """The one process that writes checkpoints, logs, metrics and the exported model."""
+        return self.rank == 0
+
+    @abc.abstractmethod
+    def distribute_dataset(
+        self, dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]
+    ):
+        """An iterable of per-replica batches; ``dataset_fn`` is called once per process."""
+
+    @abc.abstractmethod
+    def all_reduce_sum(self, value: Any) -> Any:
+        """Sum a (nest of) tensor(s) over all replicas; call inside ``run``."""
+
+    @abc.abstractmethod
+    def gradients(self, tape: tf.GradientTape, loss: tf.Tensor, variables: Sequence) -> list:
+        """Dense gradients of ``loss`` summed over all replicas; call inside ``run``."""
+
+    def broadcast_variables(self, variables: Sequence) -> None:
+        """Make every process start from the chief's values (no-op where variables are mirrored)."""
+
+    def run(self, fn: Callable, args: tuple = ()) -> Any:
+        return self.strategy.run(fn, args=args)
+
+    def first_local(self, value: Any) -> Any:
+        """One replica's copy of a value that is identical on every replica."""
+        return self.strategy.experimental_local_results(value)[0]
+
+    def scope(self):
+        return self.strategy.scope()
+
+    def describe(self) -> str:
+        return (
+            f"backend={self.name} rank={self.rank}/{self.world_size} "
+            f"replicas={self.num_replicas} chief={self.is_chief}"
+        )

@@ -1,0 +1,85 @@
+"""``--backend`` and the cluster environment -> a Backend. Pure functions of their arguments."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from trainer.distribute import horovod, smddp, tf_strategy
+from trainer.distribute.base import Backend, BackendUnavailable
+
+BACKENDS = ("auto", "single", "mirrored", "multiworker", "horovod", "smddp")
+SAGEMAKER_PORT = 12345  # --sagemaker_port: the port MultiWorkerMirroredStrategy listens on
+
+
+def resolve_backend_name(requested: str, *, env: Mapping[str, str], num_gpus: int) -> str:
+    """``auto`` -> multiworker under TF_CONFIG or multi-host SageMaker, horovod under
+    horovodrun/mpirun, mirrored with several GPUs, else single. Other names pass through.
+    smddp is never chosen automatically: name it."""
+    if requested not in BACKENDS:
+        raise ValueError(f"--backend={requested!r}: choose one of {', '.join(BACKENDS)}")
+    if requested != "auto":
+        return requested
+    if "TF_CONFIG" in env or len(_sagemaker_hosts(env)) > 1:
+        return "multiworker"
+    if any(key in env for key in ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")):
+        return "horovod"
+    return "mirrored" if num_gpus > 1 else "single"
+
+
+def _sagemaker_hosts(env: Mapping[str, str]) -> list[str]:
+    if "SM_HOSTS" not in env:
+        return []
+    try:
+        hosts = json.loads(env["SM_HOSTS"])
+    except json.JSONDecodeError as err:
+        raise ValueError(f"SM_HOSTS is not a JSON list of host names: {env['SM_HOSTS']!r}") from err
+    return list(hosts)
+
+
+def tf_config_from_sagemaker(*, hosts: list[str], current_host: str, port: int) -> dict:
+    """The TF_CONFIG SageMaker does not write for us: every host a worker, in SM_HOSTS order."""
+    if current_host not in hosts:
+        raise ValueError(f"SM_CURRENT_HOST {current_host!r} is not in SM_HOSTS {hosts}")
+    return {
+        "cluster": {"worker": [f"{host}:{port}" for host in hosts]},
+        "task": {"type": "worker", "index": hosts.index(current_host)},
+    }
+
+
+def cluster_from_env(env: Mapping[str, str], *, port: int = SAGEMAKER_PORT) -> dict | None:
+    """The cluster from TF_CONFIG, else from SageMaker's SM_HOSTS/SM_CURRENT_HOST, else None."""
+    if "TF_CONFIG" in env:
+        try:
+            cluster = json.loads(env["TF_CONFIG"])
+        except json.JSONDecodeError as err:
+            raise ValueError(f"TF_CONFIG is not valid JSON ({err}): {env['TF_CONFIG']!r}") from err
+        if not isinstance(cluster, dict) or "cluster" not in cluster or "task" not in cluster:
+            raise ValueError(f"TF_CONFIG needs 'cluster' and 'task' entries, got {cluster!r}")
+        return cluster
+    hosts = _sagemaker_hosts(env)
+    if len(hosts) > 1:
+        return tf_config_from_sagemaker(
+            hosts=hosts, current_host=env.get("SM_CURRENT_HOST", ""), port=port
+        )
+    return None
+
+
+def make_backend(name: str, *, cluster: dict | None = None) -> Backend:
+    """The backend called ``name`` (resolved, not ``auto``); create it before other TF work."""
+    if name == "single":
+        return tf_strategy.single()
+    if name == "mirrored":
+        return tf_strategy.mirrored()
+    if name == "multiworker":
+        if cluster is None:
+            raise BackendUnavailable(
+                "--backend=multiworker needs the cluster: set TF_CONFIG (or, on SageMaker, "
+                "SM_HOSTS and SM_CURRENT_HOST) on every worker"
+            )
+        return tf_strategy.multiworker(cluster=cluster)
+    if name == "horovod":
+        return horovod.HorovodBackend(hvd=horovod.import_horovod())
+    if name == "smddp":
+        return smddp.SmddpBackend(sdp=smddp.import_smddp())
+    raise ValueError(f"--backend={name!r}: choose one of {', '.join(BACKENDS)}")
