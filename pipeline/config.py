@@ -19,8 +19,8 @@ class ReadConfig:
     exclude_subsets: tuple[str, ...] = ()
     on_bad_record: str = "skip"
     max_bad_fraction: float = 0.01
-    max_line_bytes: int = 256 * MIB
-    max_window_bytes: int = 2 * GIB
+    max_line_bytes: int = 64 * MIB
+    max_window_bytes: int = 128 * MIB
     chunk_bytes: int = 4 * MIB
 
     def __post_init__(self):
@@ -125,10 +125,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help="skip: write bad records to dead letters and go on; fail: stop at the first one")
     add("--max_bad_fraction", type=float, default=0.01,
         help="fail the run when rejected/read documents exceeds this fraction")
-    add("--max_line_bytes", type=int, default=256 * MIB,
-        help="longest accepted JSON line; longer lines are rejected (bounds memory)")
-    add("--max_window_bytes", type=int, default=2 * GIB,
-        help="largest zstd window accepted (The Pile needs 8 MiB; zstd --long=31 needs 2 GiB)")
+    add("--max_line_bytes", type=int, default=64 * MIB,
+        help="longest accepted JSON line; longer lines are rejected as line_too_long "
+             "(tokenizing a document takes ~25x its size in memory)")
+    add("--max_window_bytes", type=int, default=128 * MIB,
+        help="largest zstd window accepted (zstd's own default limit; the Pile needs 8 MiB; "
+             "files made with zstd --long=31 need 2147483648)")
     add("--chunk_bytes", type=int, default=4 * MIB,
         help="text bytes per work item (tokenized and packed together)")
     add("--overwrite", action="store_true",

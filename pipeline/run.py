@@ -98,10 +98,20 @@ def parse(argv):
     return parser.parse_known_args(argv)
 
 
+class _HidePilepackErrors(logging.Filter):
+    """Beam logs a worker's exception with its traceback before re-raising it; ours are
+    printed once, as one line, by ``main``."""
+
+    def filter(self, record):
+        return "pilepack-error: " not in record.getMessage()
+
+
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("apache_beam", "absl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_HidePilepackErrors())
     args, beam_args = parse(sys.argv[1:] if argv is None else argv)
     if not args.encode_processes:
         args.encode_processes = default_encode_processes(beam_args)

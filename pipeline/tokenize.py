@@ -18,6 +18,9 @@ import collections
 import concurrent.futures
 import dataclasses
 import multiprocessing
+import os
+import threading
+import time
 
 import apache_beam as beam
 import numpy as np
@@ -61,6 +64,15 @@ def _init_pool_encoder(model_proto: bytes) -> None:
     from tokenizer.encoder import CachedEncoder
 
     _POOL_ENCODER = CachedEncoder(model_proto=model_proto, num_threads=1)
+    # A SIGKILLed pipeline cannot shut its pool down: exit when the parent is gone.
+    parent = os.getppid()
+
+    def watch_parent():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch_parent, daemon=True).start()
 
 
 def _pool_encode(texts: list[str]) -> list[np.ndarray]:

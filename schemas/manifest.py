@@ -51,8 +51,8 @@ def validate(doc: Any, *, source: str) -> None:
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ManifestError(f"{source}: invalid manifest at {where}: {error.message}")
-    for shard in doc["shards"]:
-        check_relative_path(shard["path"], source=source)
+    for entry in doc["shards"] + doc["dead_letters"]:
+        check_relative_path(entry["path"], source=source)
     check_relative_path(doc["tokenizer"]["file"], source=source)
 
 
