@@ -14,28 +14,26 @@ import os
 import sys
 import time
 
-import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
-
 from pipeline import config as config_lib
-from pipeline import output_dir
-from pipeline.dead_letters import WriteDeadLetters
-from pipeline.inputs import InputFile, expand_inputs
-from pipeline.manifest import CommitManifest
-from pipeline.pack import Pack
-from pipeline.read import ReadDocuments
-from pipeline.tokenize import Tokenize
-from pipeline.write import WriteShards
-from schemas import manifest as manifest_schema
-from schemas.records import RecordSpec
-from tokenizer import prepare
+
+# Everything else is imported inside the functions: the encoder processes (spawned) import
+# this module as their __main__, and must not pay for Apache Beam's import.
 
 log = logging.getLogger("pilepack")
 
 
-def build_pipeline(p: beam.Pipeline, *, config: config_lib.PipelineConfig,
-                   inputs: list[InputFile], tokenizer: prepare.TokenizerInfo) -> None:
+def build_pipeline(p, *, config: config_lib.PipelineConfig, inputs, tokenizer) -> None:
     """Read -> Tokenize -> Pack -> Write, then the manifest from everyone's statistics."""
+    import apache_beam as beam
+
+    from pipeline.dead_letters import WriteDeadLetters
+    from pipeline.manifest import CommitManifest
+    from pipeline.pack import Pack
+    from pipeline.read import ReadDocuments
+    from pipeline.tokenize import Tokenize
+    from pipeline.write import WriteShards
+    from schemas.records import RecordSpec
+
     spec = RecordSpec(seq_len=config.seq_len, token_dtype=tokenizer.token_dtype,
                       with_segments=config.segment_ids)
     files = p | "ListInputs" >> beam.Create(inputs)
@@ -62,6 +60,14 @@ def build_pipeline(p: beam.Pipeline, *, config: config_lib.PipelineConfig,
 
 def run_split(config: config_lib.PipelineConfig, beam_args: list[str]) -> dict:
     """Make one split; return its manifest."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipeline import output_dir
+    from pipeline.inputs import expand_inputs
+    from schemas import manifest as manifest_schema
+    from tokenizer import prepare
+
     started = time.time()
     inputs = expand_inputs(config.input)
     output_dir.prepare(config.output, overwrite=config.overwrite)
@@ -115,6 +121,9 @@ def main(argv=None) -> int:
     args, beam_args = parse(sys.argv[1:] if argv is None else argv)
     if not args.encode_processes:
         args.encode_processes = default_encode_processes(beam_args)
+    from schemas.manifest import ManifestError
+    from tokenizer.prepare import TokenizerError
+
     try:
         if args.input:
             if not args.output:
@@ -123,7 +132,7 @@ def main(argv=None) -> int:
             run_split(config, beam_args)
         else:
             run_sample(args, beam_args)
-    except (ValueError, OSError, prepare.TokenizerError, manifest_schema.ManifestError) as err:
+    except (ValueError, OSError, TokenizerError, ManifestError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # Beam wraps worker errors; show ours without the trace
@@ -150,6 +159,7 @@ def default_encode_processes(beam_args: list[str]) -> int:
 
 def run_sample(args, beam_args) -> None:
     from pipeline.sample_data import ensure_sample
+    from tokenizer import prepare
 
     sample = ensure_sample()
     root = args.output or "output/sample"

@@ -18,9 +18,6 @@ import collections
 import concurrent.futures
 import dataclasses
 import multiprocessing
-import os
-import threading
-import time
 
 import apache_beam as beam
 import numpy as np
@@ -28,6 +25,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.read import Chunk
+from tokenizer import pool_worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,29 +54,6 @@ def subset_stats(chunk: Chunk, token_arrays) -> dict:
     return dict(stats)
 
 
-_POOL_ENCODER = None  # one per pool process
-
-
-def _init_pool_encoder(model_proto: bytes) -> None:
-    global _POOL_ENCODER
-    from tokenizer.encoder import CachedEncoder
-
-    _POOL_ENCODER = CachedEncoder(model_proto=model_proto, num_threads=1)
-    # A SIGKILLed pipeline cannot shut its pool down: exit when the parent is gone.
-    parent = os.getppid()
-
-    def watch_parent():
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch_parent, daemon=True).start()
-
-
-def _pool_encode(texts: list[str]) -> list[np.ndarray]:
-    return _POOL_ENCODER.encode_batch(texts)
-
-
 class _TokenizeFn(beam.DoFn):
     def __init__(self, *, model_path: str, num_threads: int, processes: int):
         self._model_path = model_path
@@ -95,8 +70,11 @@ class _TokenizeFn(beam.DoFn):
             # spawn, not fork: this process runs Beam's and TensorFlow's threads.
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self._processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_pool_encoder, initargs=(model,),
+                initializer=pool_worker.init, initargs=(model,),
             )
+            # Start every process now, while this one goes on reading.
+            for _ in range(self._processes):
+                self._pool.submit(pool_worker.warm_up)
         else:
             self._encoder = CachedEncoder(model_proto=model, num_threads=self._num_threads)
 
@@ -108,7 +86,7 @@ class _TokenizeFn(beam.DoFn):
         if self._pool is None:
             yield self._result(chunk, self._encoder.encode_batch(texts))
             return
-        self._pending.append((chunk, self._pool.submit(_pool_encode, texts)))
+        self._pending.append((chunk, self._pool.submit(pool_worker.encode, texts)))
         # Keep every process busy, plus one chunk queued, and no more (bounded memory).
         while len(self._pending) > self._processes + 1:
             done, future = self._pending.popleft()

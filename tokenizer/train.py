@@ -188,3 +188,51 @@ def train_from_texts(
         num_texts=sentences.num_texts,
         num_bytes=sentences.num_bytes,
     )
+
+
+def main(argv=None) -> int:
+    """``python -m tokenizer.train``: draw the stratified sample from --input and train."""
+    import argparse
+    import json
+    import sys
+
+    from pipeline.config import MIB, PipelineConfig, ReadConfig
+    from pipeline.inputs import expand_inputs
+    from tokenizer import prepare
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tokenizer.train",
+        description="Train a lossless SentencePiece BPE tokenizer on a sample of Pile files, "
+                    "stratified by pile_set_name (the pipeline's own sampling and options).")
+    parser.add_argument("--input", required=True,
+                        help="glob, directory or comma list of .jsonl.zst/.jsonl/.jsonl.gz files")
+    parser.add_argument("--output_dir", required=True,
+                        help="where tokenizer.model and tokenizer.vocab go (local or s3://)")
+    parser.add_argument("--vocab_size", type=int, default=32000)
+    parser.add_argument("--sample_bytes", type=int, default=100 * MIB,
+                        help="text bytes drawn from the input")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num_threads", type=int, default=0, help="0 = all cores")
+    parser.add_argument("--exclude_subsets", default="", help="comma list of pile_set_name")
+    args, beam_args = parser.parse_known_args(argv)
+    try:
+        config = PipelineConfig(
+            input=args.input, output=args.output_dir, split="tokenizer",
+            vocab_size=args.vocab_size, tokenizer_sample_bytes=args.sample_bytes,
+            seed=args.seed, num_threads=args.num_threads,
+            read=ReadConfig(exclude_subsets=tuple(
+                s.strip() for s in args.exclude_subsets.split(",") if s.strip())),
+        )
+        record = prepare.train_on_input(config=config, inputs=expand_inputs(args.input),
+                                        beam_args=beam_args)
+        info = prepare.describe(storage.join(args.output_dir, MODEL_FILENAME), trained=record)
+    except (ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(info.manifest_entry(), indent=2))
+    print(f"wrote {info.path} (vocab {info.vocab_size}, sha256 {info.sha256[:12]}...)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
