@@ -39,7 +39,7 @@ def input_texts(doc: dict):
                     yield file.path, document.line, document.text
 
 
-def check(manifest_path: str, *, max_reports: int = 10) -> RoundTrip:
+def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False) -> RoundTrip:
     import sentencepiece as spm
 
     from tokenizer.encoder import load_model_bytes
@@ -54,6 +54,9 @@ def check(manifest_path: str, *, max_reports: int = 10) -> RoundTrip:
             result.mismatches.append(f"{path} line {line}: missing from the shards")
             break
         result.documents += 1
+        if check_ids and ids.tolist() != sp.encode(text) and len(result.mismatches) < max_reports:
+            result.mismatches.append(f"{path} line {line}: ids differ from "
+                                     "SentencePieceProcessor.encode")
         decoded_text = sp.decode(ids.tolist())
         if decoded_text == text:
             continue
@@ -70,9 +73,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.roundtrip",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--manifest", required=True, help="manifest.json or its directory")
+    parser.add_argument("--check_ids", action="store_true",
+                        help="also compare every document's ids with SentencePieceProcessor.encode")
     args = parser.parse_args(argv)
     try:
-        result = check(args.manifest)
+        result = check(args.manifest, check_ids=args.check_ids)
     except manifest_lib.ManifestError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

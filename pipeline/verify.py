@@ -15,8 +15,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import os
 import sys
 from typing import Iterator
+
+# TensorFlow (imported lazily for --deep) logs device probing at INFO; keep the report readable.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
 
