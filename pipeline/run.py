@@ -85,9 +85,15 @@ def print_summary(doc: dict, *, manifest_path: str, seconds: float, input_bytes:
     totals, acct = doc["totals"], doc["accounting"]
     mb = totals["text_bytes"] / 1e6
     print(f"[{doc['split']}] manifest: {manifest_path}")
+    def counts(by_reason: dict) -> str:
+        detail = ", ".join(f"{reason} {n:,}" for reason, n in by_reason.items())
+        return f"{sum(by_reason.values()):,}" + (f" ({detail})" if detail else "")
+
     print(f"[{doc['split']}] documents read {acct['read']:,}: written {acct['written']:,}, "
-          f"filtered {sum(acct['filtered'].values()):,} {acct['filtered'] or ''}, "
-          f"rejected {sum(acct['rejected'].values()):,} {acct['rejected'] or ''}")
+          f"filtered {counts(acct['filtered'])}, rejected {counts(acct['rejected'])}")
+    if doc["dead_letters"]:
+        print(f"[{doc['split']}] dead letters: "
+              + ", ".join(d["path"] for d in doc["dead_letters"]))
     print(f"[{doc['split']}] {totals['tokens']:,} tokens in {totals['records']:,} records, "
           f"{totals['shards']} shard(s), {totals['bytes']:,} bytes "
           f"(input {input_bytes:,} bytes, {mb:.1f} MB of text)")
