@@ -1,4 +1,4 @@
-"""Benchmark: ``CachedEncoder.encode_batch`` against plain ``processor.encode(texts, num_threads=N)``.
+"""Benchmark: ``CachedEncoder.encode_batch`` against plain ``processor.encode(texts, ...)``.
 
 Trains a model (or loads ``--model``), checks that every variant returns exactly the plain ids,
 then runs the variants interleaved ``--repeats`` times and prints MB/s (UTF-8 input bytes per

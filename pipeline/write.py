@@ -14,7 +14,6 @@ import dataclasses
 import hashlib
 
 import apache_beam as beam
-import numpy as np
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
@@ -155,7 +154,3 @@ class WriteShards(beam.PTransform):
             "chunk_stats", main="shards"
         )
 
-
-def empty_features(spec: RecordSpec) -> dict:
-    return {name: np.zeros((0, spec.record_len), dtype=dtype)
-            for name, dtype in spec.feature_dtypes().items()}

@@ -66,9 +66,8 @@ def atomic_open(path: str, mode: str = "wb"):
         handle.close()
         return
     fs.makedirs(posixpath.dirname(stripped) or ".", exist_ok=True)
-    tmp = posixpath.join(
-        posixpath.dirname(stripped), f"{TMP_MARKER}{uuid.uuid4().hex}-{posixpath.basename(stripped)}"
-    )
+    name = f"{TMP_MARKER}{uuid.uuid4().hex}-{posixpath.basename(stripped)}"
+    tmp = posixpath.join(posixpath.dirname(stripped), name)
     try:
         with fs.open(tmp, mode) as handle:
             yield handle

@@ -104,7 +104,8 @@ class _DrawFn(beam.DoFn):
     def process(self, file, rates):
         for doc in _documents(file, self._config):
             rate = rates.get(doc.subset, 0.0)
-            for i, piece in enumerate(split_pieces(doc.text, max_piece_bytes=self._max_piece_bytes)):
+            pieces = split_pieces(doc.text, max_piece_bytes=self._max_piece_bytes)
+            for i, piece in enumerate(pieces):
                 u = priority(seed=self._seed, file_index=file.index, line=doc.line, piece=i)
                 if u < rate:
                     yield u, doc.subset, piece

@@ -85,13 +85,13 @@ def test_gzip_and_truncated_gzip():
 
 def test_iter_lines_crlf_blank_and_no_final_newline():
     lines = list(decode.iter_lines(iter([b"a\r\n\nb", b"c\r\n  \nlast"]), max_line_bytes=100))
-    assert [(l.number, l.data) for l in lines] == [
+    assert [(line.number, line.data) for line in lines] == [
         (1, b"a"), (2, b""), (3, b"bc"), (4, b"  "), (5, b"last")]
-    assert [l.offset for l in lines] == [0, 3, 4, 8, 11]
+    assert [line.offset for line in lines] == [0, 3, 4, 8, 11]
 
 
 def test_iter_lines_over_limit_keeps_counting_and_drops_content():
     blocks = iter([b"short\n", b"x" * 30, b"y" * 30 + b"\nnext\n", b"z" * 70])
     lines = list(decode.iter_lines(blocks, max_line_bytes=50))
-    assert [(l.number, l.data, l.length) for l in lines] == [
+    assert [(line.number, line.data, line.length) for line in lines] == [
         (1, b"short", 5), (2, None, 60), (3, b"next", 4), (4, None, 70)]

@@ -34,7 +34,8 @@ def corpus(tmp_path_factory):
     code = _stdlib_texts(24)
     topics = [pydoc_data.topics.topics[k] for k in sorted(pydoc_data.topics.topics)[:60]]
     docs_a = [pile_doc(t, "Github") for t in code[:12]] + [
-        pile_doc(t, "StackExchange") for t in topics[:30]] + [pile_doc(t, "Pile-CC") for t in TRICKY]
+        pile_doc(t, "StackExchange") for t in topics[:30]] + [
+        pile_doc(t, "Pile-CC") for t in TRICKY]
     docs_b = [pile_doc(t, "Github") for t in code[12:]] + [
         pile_doc(t, "StackExchange") for t in topics[30:]]
     write_jsonl_zst(root / "00.jsonl.zst", docs_a, frames=3, split_line=True)
@@ -170,7 +171,8 @@ def test_bad_records_are_dead_lettered_and_accounted(train_split, tmp_path, caps
                .splitlines()]
     assert [(d["line"], d["reason"]) for d in letters] == [
         (2, "invalid_json"), (5, "text_not_string"), (7, "invalid_utf8")]
-    assert letters[0]["file"].endswith("bad.jsonl.zst") and letters[0]["excerpt"] == '{"text": "broken'
+    assert letters[0]["file"].endswith("bad.jsonl.zst")
+    assert letters[0]["excerpt"] == '{"text": "broken'
     # --on_bad_record=fail stops with the file and line named, no trace.
     assert _run(*args, "--on_bad_record=fail", "--overwrite") == 2
     err = capsys.readouterr().err

@@ -19,8 +19,14 @@ from pipeline.inputs import InputFile
 from pipeline.read import Chunk, ReadStats, read_file
 from tests.corpus_files import pile_doc, write_jsonl_zst
 from tests.robustness import bad_corpus
-from tests.robustness.helpers import (dead_letters, documents_by_file, load, python_module,
-                                      run_inprocess, text)
+from tests.robustness.helpers import (
+    dead_letters,
+    documents_by_file,
+    load,
+    python_module,
+    run_inprocess,
+    text,
+)
 
 CASES = {case.name: case for case in bad_corpus.build_cases()}
 

@@ -18,8 +18,15 @@ import pytest
 from pipeline import verify
 from schemas import storage
 from tests.corpus_files import pile_doc, write_jsonl_zst
-from tests.robustness.helpers import (REPO, child_env, comparable, load, python_module,
-                                      run_inprocess, text)
+from tests.robustness.helpers import (
+    REPO,
+    child_env,
+    comparable,
+    load,
+    python_module,
+    run_inprocess,
+    text,
+)
 
 KILL_ARGS = ["--seq_len=64", "--shard_bytes=65536", "--chunk_bytes=200000"]
 
