@@ -36,14 +36,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _texts(corpus: str) -> list[str]:
     from pipeline.config import ReadConfig
     from pipeline.inputs import expand_inputs
-    from pipeline.read import Chunk, read_file
+    from pipeline.read import iter_documents
 
-    texts = []
-    for file in expand_inputs(corpus):
-        for item in read_file(file, config=ReadConfig()):
-            if isinstance(item, Chunk):
-                texts.extend(doc.text for doc in item.documents)
-    return texts
+    return [doc.text for file in expand_inputs(corpus)
+            for doc in iter_documents(file, config=ReadConfig())]
 
 
 def child_encoder(corpus: str, model: str, threads: int) -> dict:

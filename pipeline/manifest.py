@@ -47,17 +47,17 @@ class Summary:
         else:
             stats, subsets = item
             self.pack.update(dataclasses.asdict(stats))
-            for name, values in subsets.items():
-                entry = self.subsets.setdefault(name, [0] * len(values))
-                for i, value in enumerate(values):
-                    entry[i] += value
+            self._add_subsets(subsets)
 
     def merge(self, other: "Summary") -> None:
         self.shards += other.shards
         self.dead_letters += other.dead_letters
         self.files += other.files
         self.pack.update(other.pack)
-        for name, values in other.subsets.items():
+        self._add_subsets(other.subsets)
+
+    def _add_subsets(self, subsets: dict) -> None:
+        for name, values in subsets.items():
             entry = self.subsets.setdefault(name, [0] * len(values))
             for i, value in enumerate(values):
                 entry[i] += value

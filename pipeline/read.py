@@ -109,6 +109,13 @@ def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLe
     yield stats
 
 
+def iter_documents(file: InputFile, *, config: ReadConfig) -> Iterator[parse.Document]:
+    """Only the documents of ``read_file``, in file order (dead letters and stats dropped)."""
+    for item in read_file(file, config=config):
+        if isinstance(item, Chunk):
+            yield from item.documents
+
+
 class _ReadFileFn(beam.DoFn):
     def __init__(self, config: ReadConfig):
         self._config = config

@@ -14,9 +14,9 @@ import sys
 
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile
-from pipeline.read import Chunk, read_file
+from pipeline.read import iter_documents
 from pipeline.tokenize import LOSSY_CHAR
-from pipeline.verify import iter_documents
+from pipeline.verify import iter_documents as iter_written_documents
 from schemas import manifest as manifest_lib
 
 
@@ -33,10 +33,8 @@ def input_texts(doc: dict):
                          for k, v in doc["config"]["read"].items()})
     for index, entry in enumerate(doc["inputs"]):
         file = InputFile(index=index, path=entry["path"], bytes=entry["bytes"])
-        for item in read_file(file, config=read):
-            if isinstance(item, Chunk):
-                for document in item.documents:
-                    yield file.path, document.line, document.text
+        for document in iter_documents(file, config=read):
+            yield file.path, document.line, document.text
 
 
 def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False) -> RoundTrip:
@@ -47,7 +45,7 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False)
     dataset = manifest_lib.load(manifest_path)
     sp = spm.SentencePieceProcessor(model_proto=load_model_bytes(dataset.tokenizer_path))
     result = RoundTrip()
-    decoded = iter_documents(dataset)
+    decoded = iter_written_documents(dataset)
     for path, line, text in input_texts(dataset.doc):
         ids = next(decoded, None)
         if ids is None:

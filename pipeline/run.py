@@ -165,6 +165,7 @@ def default_encode_processes(beam_args: list[str]) -> int:
 
 def run_sample(args, beam_args) -> None:
     from pipeline.sample_data import ensure_sample
+    from schemas import storage
     from tokenizer import prepare
 
     sample = ensure_sample()
@@ -173,7 +174,7 @@ def run_sample(args, beam_args) -> None:
     train = config_lib.config_from_args(args, input=",".join(sample.train_paths),
                                         output=root.rstrip("/") + "/train")
     run_split(train, beam_args)
-    model = train.output + "/" + prepare.MODEL_NAME
+    model = storage.join(train.output, prepare.MODEL_NAME)
     args.split = None
     args.tokenizer_model = model
     val = config_lib.config_from_args(args, input=sample.val_path, output=root.rstrip("/") + "/val")

@@ -56,11 +56,13 @@ class TokenizerInfo:
         }
 
 
-def describe(path: str, *, trained: dict | None = None) -> TokenizerInfo:
+def describe(path: str, *, trained: dict | None = None,
+             model: bytes | None = None) -> TokenizerInfo:
+    """Facts the manifest records about the model at ``path`` (``model``: its bytes, if read)."""
     from tokenizer.encoder import check_lossless, load_model_bytes, processor_from_bytes
     from tokenizer.train import fingerprint
 
-    model = load_model_bytes(path)
+    model = load_model_bytes(path) if model is None else model
     sp = processor_from_bytes(model)
     return TokenizerInfo(
         path=path, sha256=fingerprint(model), vocab_size=sp.get_piece_size(),
@@ -69,7 +71,7 @@ def describe(path: str, *, trained: dict | None = None) -> TokenizerInfo:
     )
 
 
-def copy_model(source: str, directory: str) -> str:
+def copy_model(source: str, directory: str) -> tuple[str, bytes]:
     from tokenizer.encoder import load_model_bytes
 
     target = storage.join(directory, MODEL_NAME)
@@ -80,7 +82,7 @@ def copy_model(source: str, directory: str) -> str:
     if source != target:
         with storage.atomic_open(target, "wb") as handle:
             handle.write(model)
-    return target
+    return target, model
 
 
 def train_on_input(*, config, inputs, beam_args) -> dict:
@@ -131,8 +133,8 @@ def train_on_input(*, config, inputs, beam_args) -> dict:
 
 def prepare_tokenizer(*, config, inputs, beam_args) -> TokenizerInfo:
     if config.tokenizer_model:
-        path = copy_model(config.tokenizer_model, config.output)
-        info = describe(path)
+        path, model = copy_model(config.tokenizer_model, config.output)
+        info = describe(path, model=model)
     else:
         record = train_on_input(config=config, inputs=inputs, beam_args=beam_args)
         info = describe(storage.join(config.output, MODEL_NAME), trained=record)

@@ -24,7 +24,7 @@ import uuid
 import apache_beam as beam
 
 from pipeline.config import ReadConfig
-from pipeline.read import Chunk, read_file
+from pipeline.read import iter_documents
 from schemas import storage
 
 
@@ -80,18 +80,12 @@ def split_pieces(text: str, *, max_piece_bytes: int) -> list[str]:
     return pieces
 
 
-def _documents(file, config: ReadConfig):
-    for item in read_file(file, config=config):
-        if isinstance(item, Chunk):
-            yield from item.documents
-
-
 class _TotalsFn(beam.DoFn):
     def __init__(self, config: ReadConfig):
         self._config = config
 
     def process(self, file):
-        for doc in _documents(file, self._config):
+        for doc in iter_documents(file, config=self._config):
             yield doc.subset, doc.text_bytes
 
 
@@ -102,7 +96,7 @@ class _DrawFn(beam.DoFn):
         self._max_piece_bytes = max_piece_bytes
 
     def process(self, file, rates):
-        for doc in _documents(file, self._config):
+        for doc in iter_documents(file, config=self._config):
             rate = rates.get(doc.subset, 0.0)
             pieces = split_pieces(doc.text, max_piece_bytes=self._max_piece_bytes)
             for i, piece in enumerate(pieces):

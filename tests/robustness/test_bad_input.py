@@ -16,7 +16,7 @@ import pytest
 from pipeline import parse
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile
-from pipeline.read import Chunk, ReadStats, read_file
+from pipeline.read import Chunk, ReadStats, iter_documents, read_file
 from tests.corpus_files import pile_doc, write_jsonl_zst
 from tests.robustness import bad_corpus
 from tests.robustness.helpers import (
@@ -111,9 +111,8 @@ def test_odd_meta_keeps_the_document_under_an_unknown_subset(corpus):
 
 
 def _read(path, **config):
-    items = list(read_file(InputFile(0, str(path), os.path.getsize(path)),
-                           config=ReadConfig(**config)))
-    return [doc for item in items if isinstance(item, Chunk) for doc in item.documents]
+    return list(iter_documents(InputFile(0, str(path), os.path.getsize(path)),
+                               config=ReadConfig(**config)))
 
 
 def test_window_over_the_limit_is_a_dead_letter_naming_the_flag(corpus):
