@@ -18,6 +18,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import multiprocessing
+import os
 
 import apache_beam as beam
 import numpy as np
@@ -70,7 +71,7 @@ class _TokenizeFn(beam.DoFn):
             # spawn, not fork: this process runs Beam's and TensorFlow's threads.
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self._processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=pool_worker.init, initargs=(model,),
+                initializer=pool_worker.init, initargs=(model, os.getpid()),
             )
             # Start every process now, while this one goes on reading.
             for _ in range(self._processes):
