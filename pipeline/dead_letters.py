@@ -14,7 +14,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas import storage
+from common import storage
 
 DIRECTORY = "dead_letters"
 

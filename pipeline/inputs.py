@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from schemas import storage
+from common import storage
 
 SUFFIXES = (".jsonl.zst", ".jsonl.zstd", ".jsonl", ".jsonl.gz", ".json.zst", ".json.gz", ".zst")
 

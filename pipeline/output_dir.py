@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from schemas import storage
+from common import storage
 from schemas.manifest import MANIFEST_NAME
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import apache_beam as beam
 from pipeline import decode, parse
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile
-from schemas import storage
+from common import storage
 
 DEAD_LETTERS = "dead_letters"
 READ_STATS = "read_stats"

@@ -165,7 +165,7 @@ def default_encode_processes(beam_args: list[str]) -> int:
 
 def run_sample(args, beam_args) -> None:
     from pipeline.sample_data import ensure_sample
-    from schemas import storage
+    from common import storage
     from tokenizer import prepare
 
     sample = ensure_sample()

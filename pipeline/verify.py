@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 
 from schemas import manifest as manifest_lib
-from schemas import storage
+from common import storage
 from schemas.records import iter_tfrecord_frames
 
 _BATCH = 256  # records parsed per TensorFlow call

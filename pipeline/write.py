@@ -4,7 +4,7 @@ Each input file has its own writer, so shard names and contents are a pure funct
 input file and the options (``{split}-{file:05d}-{shard:05d}.tfrecord``): a rerun, or a runner
 retrying a bundle, rewrites identical bytes. A shard rolls over before the record that would
 take it past ``shard_bytes``, so every shard but the last of each writer is within one record
-of the target. A shard becomes visible only once complete (see ``schemas.storage``).
+of the target. A shard becomes visible only once complete (see ``common.storage``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas import storage
+from common import storage
 from schemas.records import TOKENS, RecordSpec, frame_tfrecord, serialize_example
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import posixpath
 from importlib import resources
@@ -16,7 +17,7 @@ from typing import Any
 
 import jsonschema
 
-from schemas import storage
+from common import storage
 from schemas.records import RecordSpec
 
 MANIFEST_NAME = "manifest.json"
@@ -117,6 +118,23 @@ class Dataset:
 
     def shard_paths(self) -> list[str]:
         return [storage.join(self.directory, shard["path"]) for shard in self.shards]
+
+    def tokenizer_file_problem(self) -> str | None:
+        """None when the tokenizer file beside the manifest hashes to the manifest's sha256;
+        else what is wrong and how to fix it (the one check verify and the trainer share)."""
+        name = self.tokenizer["file"]
+        fs, path = storage.filesystem(self.tokenizer_path)
+        if not fs.exists(path):
+            return f"tokenizer file {name} is missing (copy the whole dataset directory)"
+        digest = hashlib.sha256()
+        with fs.open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        if digest.hexdigest() != self.tokenizer["sha256"]:
+            return (f"tokenizer file {name} has sha256 {digest.hexdigest()}, the manifest says "
+                    f"{self.tokenizer['sha256']} (corrupt or replaced tokenizer; rebuild or "
+                    "recopy the dataset)")
+        return None
 
 
 def load(path: str, *, check_files: bool = True) -> Dataset:

@@ -13,7 +13,7 @@ import time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from schemas import storage
+from common import storage
 from schemas.records import token_dtype_for_vocab
 
 log = logging.getLogger(__name__)

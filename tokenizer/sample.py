@@ -25,7 +25,7 @@ import apache_beam as beam
 
 from pipeline.config import ReadConfig
 from pipeline.read import iter_documents
-from schemas import storage
+from common import storage
 
 
 def allocate_quotas(totals: dict[str, int], *, sample_bytes: int) -> dict[str, int]:

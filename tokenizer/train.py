@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 
 import sentencepiece as spm
 
-from schemas import storage
+from common import storage
 from tokenizer.boundaries import cut_text
 from tokenizer.spec import TrainOptions
 
@@ -135,7 +135,7 @@ def train_from_texts(
     """Train a model on ``texts`` and write ``tokenizer.model`` and ``tokenizer.vocab``.
 
     Trains in memory, then writes both files to ``output_dir`` with
-    ``schemas.storage.atomic_open`` (vocab first, the model last), so ``output_dir`` may be a
+    ``common.storage.atomic_open`` (vocab first, the model last), so ``output_dir`` may be a
     local path, a mount or a URL such as ``s3://bucket/tokenizer``. The same texts and options
     give the same model bytes, hence the same fingerprint.
 

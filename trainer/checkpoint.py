@@ -13,7 +13,7 @@ import logging
 import keras
 import tensorflow as tf
 
-from schemas import storage
+from common import storage
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from schemas import storage
+from common import storage
 from schemas.manifest import Dataset
 from trainer.model.config import GPTConfig
 

@@ -19,7 +19,7 @@ import logging
 
 import tensorflow as tf
 
-from schemas import storage
+from common import storage
 from schemas.manifest import Dataset
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec, iter_tfrecord_frames
 from schemas.records_tf import parse_records

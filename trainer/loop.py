@@ -10,7 +10,7 @@ import time
 import keras
 import tensorflow as tf
 
-from schemas import storage
+from common import storage
 from schemas.manifest import Dataset
 from trainer import checkpoint, compat, run_record
 from trainer.config import TrainConfig

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from schemas import storage
+from common import storage
 from trainer.config import TrainConfig
 from trainer.model.config import GPTConfig
 

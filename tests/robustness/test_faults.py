@@ -16,7 +16,7 @@ import time
 import pytest
 
 from pipeline import verify
-from schemas import storage
+from common import storage
 from tests.corpus_files import pile_doc, write_jsonl_zst
 from tests.robustness.helpers import (
     REPO,

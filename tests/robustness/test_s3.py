@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from schemas import storage
+from common import storage
 from tests.conftest import ACCESS_KEY, clear_s3fs_cache, s3_environment, use_s3_environment
 from tests.corpus_files import pile_doc, write_jsonl_gz, write_jsonl_zst
 from tests.robustness.conftest import good_docs

@@ -1,0 +1,60 @@
+"""The one place where a command turns a PilepackError into ``error: ...`` and exit status 2."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+
+from common.errors import find_error
+
+
+def run_main(main: Callable[[], int | None]) -> int:
+    """Run a command's body; a PilepackError (or an OSError) becomes one line on stderr and
+    its exit code. Any other exception is a bug and propagates with its traceback."""
+    try:
+        return main() or 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except OSError as err:
+        found = find_error(err)
+        print(f"error: {found or err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # Beam wraps a worker's exception: look for ours inside
+        found = find_error(err)
+        if found is None:
+            raise
+        print(f"error: {found}", file=sys.stderr)
+        return found.exit_code
+
+
+class HideUserErrors(logging.Filter):
+    """Drop log records that carry a PilepackError: Beam logs a failed worker's exception,
+    traceback and all, before re-raising it, and ``run_main`` prints ours once, as one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            if find_error(record.exc_info[1]) is not None:
+                return False
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is not ours to judge
+            return True
+        return find_error_text(message) is None
+
+
+def find_error_text(message: str):
+    from common.errors import error_from_text
+
+    return error_from_text(message)
+
+
+def configure_logging(*, verbose: bool = False) -> None:
+    """INFO for pilepack, WARNING for Beam and absl, and user errors kept out of the log."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        for noisy in ("apache_beam", "absl"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(HideUserErrors())
