@@ -3,7 +3,7 @@
 Trains a model (or loads ``--model``), checks that every variant returns exactly the plain ids,
 then runs the variants interleaved ``--repeats`` times and prints MB/s (UTF-8 input bytes per
 wall second), MB per CPU-second (all threads; the figure that matters when every core runs its
-own encoder, and the one least disturbed by other load on a shared machine) and the median
+own encoder, and the one least disturbed by other load on the machine) and the median
 per-repeat speed-ups. Each cached run starts from a fresh encoder, so the cache warm-up is
 part of the measurement.
 
@@ -15,103 +15,50 @@ Variants:
   cached-warm  the same with an encoder that has first encoded --warm_corpus (untimed): the
                steady state of a long-running pipeline worker (only with --warm_corpus)
 
-Corpus: Pile-format files (zstd JSON Lines with a "text" field) given by --corpus, else this
-Python's standard-library sources and pydoc topics.
+Corpus: Pile-format files given by --corpus, else the built-in sample (pipeline.sample_data).
+The figures in BENCHMARKS.md come from one file of a 50 MB Pile-format corpus:
 
-  python bench/encoder_bench.py --corpus /work/shared/corpus/dev/00.jsonl.zst
+  python -m bench.encoder_bench --corpus="$DEV/00.jsonl.zst"
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import glob
-import io
-import json
 import os
 import statistics
 import sys
-import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import zstandard
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from bench.corpus import corpus_spec, corpus_texts
+from common.flags import ArgumentParser, add_flags, flag, from_args
 from tokenizer.boundaries import cut_text
 from tokenizer.encoder import CachedEncoder, load_model_bytes, processor_from_bytes
 from tokenizer.spec import TrainOptions
 from tokenizer.train import train_from_texts
 
+_FILES_HELP = "comma list of Pile-format files, globs or directories"
+
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig:
-    corpus: tuple[str, ...]
-    warm_corpus: tuple[str, ...]
-    model: str
-    save_model: str
-    vocab_size: int
-    num_threads: int
-    batch_size: int
-    repeats: int
-    cut_kib: int
-    max_docs: int
+    corpus: str = flag("", help=f"{_FILES_HELP}; empty: the built-in sample")
+    warm_corpus: str = flag("", help=f"{_FILES_HELP} to warm a cache on; empty: no cached-warm")
+    model: str = flag("", help="use this model instead of training one")
+    save_model: str = flag("", help="write the trained model here")
+    vocab_size: int = flag(16000, help="vocabulary of the model trained on the corpus")
+    num_threads: int = flag(2, help="encoder threads")
+    batch_size: int = flag(64, help="texts per encode call")
+    repeats: int = flag(5, help="interleaved repetitions of every variant")
+    cut_kib: int = flag(64, help="largest piece of plain-cut, in KiB")
+    max_docs: int = flag(0, help="encode only the first N documents; 0: all")
 
 
 def parse_args(argv: list[str] | None) -> BenchConfig:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", nargs="*", default=[], help="Pile .jsonl.zst files or globs")
-    parser.add_argument("--warm_corpus", nargs="*", default=[], help="files to warm a cache on")
-    parser.add_argument("--model", default="", help="use this model instead of training one")
-    parser.add_argument("--save_model", default="", help="write the trained model here")
-    parser.add_argument("--vocab_size", type=int, default=16000)
-    parser.add_argument("--num_threads", type=int, default=2)
-    parser.add_argument("--batch_size", type=int, default=64, help="texts per encode call")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--cut_kib", type=int, default=64)
-    parser.add_argument("--max_docs", type=int, default=0, help="0 = all")
-    args = parser.parse_args(argv)
-    return BenchConfig(
-        corpus=_expand(args.corpus),
-        warm_corpus=_expand(args.warm_corpus),
-        model=args.model,
-        save_model=args.save_model,
-        vocab_size=args.vocab_size,
-        num_threads=args.num_threads,
-        batch_size=args.batch_size,
-        repeats=args.repeats,
-        cut_kib=args.cut_kib,
-        max_docs=args.max_docs,
-    )
-
-
-def _expand(patterns: list[str]) -> tuple[str, ...]:
-    return tuple(p for pattern in patterns for p in sorted(glob.glob(pattern)) or [pattern])
-
-
-def read_pile(path: str) -> Iterator[str]:
-    with open(path, "rb") as raw:
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        for line in io.TextIOWrapper(reader, encoding="utf-8"):
-            if line.strip():
-                yield json.loads(line)["text"]
-
-
-def stdlib_texts() -> list[str]:
-    """Every .py file of the standard library (one text each) and the pydoc topics."""
-    import pydoc_data.topics
-
-    root = sysconfig.get_paths()["stdlib"]
-    texts = []
-    for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
-        if "site-packages" in path:
-            continue
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            texts.append(handle.read())
-    texts.extend(pydoc_data.topics.topics.values())
-    return texts
+    parser = ArgumentParser(prog="python -m bench.encoder_bench", description=__doc__)
+    add_flags(parser, BenchConfig)
+    return from_args(BenchConfig, parser.parse_args(argv))
 
 
 def batches(texts: list[str], size: int) -> list[list[str]]:
@@ -157,14 +104,10 @@ def timed(fn: Callable):
     return (time.perf_counter() - wall, time.process_time() - cpu), result
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
-    if config.corpus:
-        texts = [t for path in config.corpus for t in read_pile(path)]
-        source = ", ".join(config.corpus)
-    else:
-        texts = stdlib_texts()
-        source = f"Python {sys.version.split()[0]} stdlib sources + pydoc topics"
+    source = corpus_spec(config.corpus)
+    texts = corpus_texts(source)
     if config.max_docs:
         texts = texts[: config.max_docs]
     num_bytes = sum(len(t.encode("utf-8")) for t in texts)
@@ -195,9 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         "cached": lambda: run_cached(model_bytes, groups, threads),
     }
     if config.warm_corpus:
-        warm = batches(
-            [t for path in config.warm_corpus for t in read_pile(path)], config.batch_size
-        )
+        warm = batches(corpus_texts(config.warm_corpus), config.batch_size)
         variants["cached-warm"] = lambda: run_cached(model_bytes, groups, threads, warm)
     reference = variants["plain"]()
     for name, fn in variants.items():
@@ -238,7 +179,8 @@ def main(argv: list[str] | None = None) -> None:
             f"speed-up {name} / plain: median {statistics.median(ratios):.2f}x wall, "
             f"{statistics.median(cpu_ratios):.2f}x CPU, over {config.repeats} interleaved repeats"
         )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -23,8 +23,8 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from datagen.datasets import write_dataset
 from schemas import manifest
-from tests.trainer.datasets import write_dataset
 from trainer.data import make_dataset, plan_input
 
 

@@ -1,6 +1,6 @@
 """Pipeline throughput against the bare SentencePiece encoder, side by side (issue: performance).
 
-    python bench/pipeline_bench.py [--corpus GLOB] [--tokenizer_model PATH] [--reps 3]
+    python -m bench.pipeline_bench [--corpus=GLOB] [--tokenizer_model=PATH] [--reps=3]
                                    [--rss_scaling]
 
 A: the raw encoder alone, at its best: every document's text already in memory, encoded by
@@ -13,13 +13,14 @@ B: the full pipeline (DirectRunner, same model via --tokenizer_model, same cores
 Each measurement runs in a fresh subprocess (so peak RSS is its own), interleaved
 A, B, A, B, ...; the report gives text MB/s and tokens/s of each, the median ratio B/A, and the
 pipeline's peak RSS. ``--rss_scaling`` also runs the pipeline on one file and on four copies of
-it, and reports the peak RSS of both. Default corpus: the built-in sample; real figures:
-``--corpus '../shared/corpus/dev/0*.jsonl.zst'``.
+it, and reports the peak RSS of both. Default corpus: the built-in sample; the figures in
+BENCHMARKS.md come from a 50 MB Pile-format corpus: ``--corpus="$DEV/0*.jsonl.zst"``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -30,16 +31,24 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.corpus import corpus_spec, corpus_texts
+from common.flags import ArgumentParser, add_flags, flag, from_args
+
+_MODULE = "bench.pipeline_bench"  # run again as a child process, one per measurement
 
 
-def _texts(corpus: str) -> list[str]:
-    from pipeline.config import ReadConfig
-    from pipeline.inputs import expand_inputs
-    from pipeline.read import iter_documents
-
-    return [doc.text for file in expand_inputs(corpus)
-            for doc in iter_documents(file, config=ReadConfig())]
+@dataclasses.dataclass(frozen=True)
+class Options:
+    corpus: str = flag(
+        "", help="Pile-format input: comma list of files, globs or directories; "
+        "empty: the built-in sample (pipeline.sample_data)"
+    )
+    tokenizer_model: str = flag(
+        "", help="SentencePiece model for both sides; empty: train one (32k BPE) on the corpus"
+    )
+    reps: int = flag(3, help="interleaved encoder/pipeline repetitions")
+    threads: int = flag(os.cpu_count() or 1, help="encoder threads and pipeline --num_threads")
+    rss_scaling: bool = flag(False, help="also compare peak RSS on one file and on four copies")
 
 
 def child_encoder(corpus: str, model: str, threads: int) -> dict:
@@ -47,7 +56,7 @@ def child_encoder(corpus: str, model: str, threads: int) -> dict:
 
     from tokenizer.boundaries import cut_text
 
-    texts = _texts(corpus)
+    texts = corpus_texts(corpus)
     sp = spm.SentencePieceProcessor(model_file=model)
     started = time.perf_counter()
     ids = sp.encode(texts, num_threads=threads)
@@ -65,8 +74,7 @@ def child_encoder(corpus: str, model: str, threads: int) -> dict:
 def child_pipeline(corpus: str, model: str, threads: int, output: str) -> dict:
     import apache_beam  # noqa: F401  imports are not the work measured (as for the encoder)
 
-    from pipeline import run
-    from tokenizer import prepare  # noqa: F401
+    from pipeline import prepare_tokenizer, run  # noqa: F401
 
     started = time.perf_counter()
     code = run.main(["--input", corpus, "--output", output, "--tokenizer_model", model,
@@ -75,56 +83,57 @@ def child_pipeline(corpus: str, model: str, threads: int, output: str) -> dict:
     seconds = time.perf_counter() - started
     if code:
         raise SystemExit(f"pipeline failed with exit status {code}")
-    doc = json.load(open(os.path.join(output, "manifest.json")))
-    return {"seconds": seconds, "text_bytes": doc["totals"]["text_bytes"],
-            "tokens": doc["totals"]["tokens"]}
+    with open(os.path.join(output, "manifest.json"), encoding="utf-8") as f:
+        totals = json.load(f)["totals"]
+    return {"seconds": seconds, "text_bytes": totals["text_bytes"], "tokens": totals["tokens"]}
+
+
+_CHILDREN = {"encoder": child_encoder, "pipeline": child_pipeline}
 
 
 def _spawn(kind: str, **kwargs) -> dict:
-    command = [sys.executable, __file__, "--child", kind, "--child_args", json.dumps(kwargs)]
-    out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
+    command = [sys.executable, "-m", _MODULE, "--child", kind, "--child_args", json.dumps(kwargs)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _ensure_model(corpus: str, workdir: str) -> str:
     from pipeline import run
+    from tokenizer.spec import MODEL_FILENAME
 
     output = os.path.join(workdir, "tokenizer-run")
     code = run.main(["--input", corpus, "--output", output, "--vocab_size=32000",
                      "--seq_len=2048", "--runner=DirectRunner"])
     if code:
         raise SystemExit("could not train the benchmark tokenizer")
-    return os.path.join(output, "tokenizer.model")
+    return os.path.join(output, MODEL_FILENAME)
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", default=None, help="input glob; default: built-in sample")
-    parser.add_argument("--tokenizer_model", default=None, help="default: train one (32k BPE)")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--rss_scaling", action="store_true")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--child_args", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    sys.path.insert(0, ROOT)
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog=f"python -m {_MODULE}", description=__doc__)
+    add_flags(parser, Options)
+    # How the benchmark runs each measurement in a child process; not for users.
+    parser.add_argument("--child", choices=sorted(_CHILDREN), help=argparse.SUPPRESS)
+    parser.add_argument("--child_args", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.child:
-        kwargs = json.loads(args.child_args)
-        result = (child_encoder if args.child == "encoder" else child_pipeline)(**kwargs)
+        result = _CHILDREN[args.child](**json.loads(args.child_args))
         result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))
-        return
+        return 0
+    options = from_args(Options, args)
+    corpus = corpus_spec(options.corpus)
     workdir = tempfile.mkdtemp(prefix="pilepack-bench-")
     try:
-        if args.corpus is None:
-            from pipeline.sample_data import ensure_sample
-
-            args.corpus = ",".join(ensure_sample().train_paths)
-        model = args.tokenizer_model or _ensure_model(args.corpus, workdir)
+        model = options.tokenizer_model or _ensure_model(corpus, workdir)
         rows = []
-        for rep in range(args.reps):
-            a = _spawn("encoder", corpus=args.corpus, model=model, threads=args.threads)
-            b = _spawn("pipeline", corpus=args.corpus, model=model, threads=args.threads,
+        for rep in range(options.reps):
+            a = _spawn("encoder", corpus=corpus, model=model, threads=options.threads)
+            b = _spawn("pipeline", corpus=corpus, model=model, threads=options.threads,
                        output=os.path.join(workdir, "out"))
             rows.append((a, b))
             print(f"rep {rep}: encoder whole docs {a['text_bytes'] / a['whole_seconds'] / 1e6:.2f}"
@@ -132,22 +141,23 @@ def main(argv=None) -> None:
                   f"pipeline {b['text_bytes'] / b['seconds'] / 1e6:.2f} MB/s, "
                   f"ratio {a['seconds'] / b['seconds']:.3f}, "
                   f"pipeline peak RSS {b['peak_rss_mb']:.0f} MB", flush=True)
-        report(rows, args)
-        if args.rss_scaling:
-            rss_scaling(args.corpus, model, args.threads, workdir)
+        report(rows, corpus=corpus, options=options)
+        if options.rss_scaling:
+            rss_scaling(corpus, model, options.threads, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    return 0
 
 
-def report(rows, args) -> None:
+def report(rows, *, corpus: str, options: Options) -> None:
     ratios = [a["seconds"] / b["seconds"] for a, b in rows]
     med = statistics.median
     a_mb = med(a["text_bytes"] / a["seconds"] / 1e6 for a, _ in rows)
     b_mb = med(b["text_bytes"] / b["seconds"] / 1e6 for _, b in rows)
     a_tok = med(a["tokens"] / a["seconds"] for a, _ in rows)
     b_tok = med(b["tokens"] / b["seconds"] for _, b in rows)
-    print(f"\ncorpus: {args.corpus} ({rows[0][0]['text_bytes'] / 1e6:.1f} MB of text), "
-          f"{args.threads} threads, {args.reps} interleaved reps")
+    print(f"\ncorpus: {corpus} ({rows[0][0]['text_bytes'] / 1e6:.1f} MB of text), "
+          f"{options.threads} threads, {options.reps} interleaved reps")
     print("| measurement | text MB/s | tokens/s | peak RSS MB |")
     print("|---|---:|---:|---:|")
     whole_mb = med(a["text_bytes"] / a["whole_seconds"] / 1e6 for a, _ in rows)
@@ -177,4 +187,4 @@ def rss_scaling(corpus, model, threads, workdir) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -50,6 +50,14 @@ def find_error_text(message: str):
     return error_from_text(message)
 
 
+def quiet_tensorflow() -> None:
+    """Keep TensorFlow's C++ start-up banners (oneDNN, CUDA probing) out of a command's output;
+    call before TensorFlow is imported. An explicit TF_CPP_MIN_LOG_LEVEL wins."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
 def configure_logging(*, verbose: bool = False) -> None:
     """INFO for pilepack, WARNING for Beam and absl, and user errors kept out of the log."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

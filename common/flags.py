@@ -140,8 +140,14 @@ class ArgumentParser(argparse.ArgumentParser):
             self.error(message)
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each flag's default, unless it is empty (then the help says what empty means)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, "", (), False, argparse.SUPPRESS) or "%(default)" in text:
+            return text
+        return text + " (default: %(default)s)"
 
 
 def require(condition: bool, message: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from common import storage
+from common.errors import InputError
 
 SUFFIXES = (".jsonl.zst", ".jsonl.zstd", ".jsonl", ".jsonl.gz", ".json.zst", ".json.gz", ".zst")
 
@@ -36,7 +37,7 @@ def expand_inputs(spec: str) -> list[InputFile]:
         if any(ch in stripped for ch in "*?["):
             matches = fs.glob(stripped, detail=True)
             if not matches:
-                raise ValueError(f"--input {item!r} matches no file; check the pattern")
+                raise InputError(f"--input {item!r} matches no file; check the pattern")
             for path, info in matches.items():
                 if info.get("type") != "directory":
                     found[_with_scheme(item, path)] = int(info.get("size") or 0)
@@ -46,7 +47,7 @@ def expand_inputs(spec: str) -> list[InputFile]:
                 if info["name"].endswith(SUFFIXES)
             ]
             if not listed:
-                raise ValueError(
+                raise InputError(
                     f"--input directory {item!r} holds no {', '.join(SUFFIXES[:4])} files"
                 )
             for info in listed:
@@ -54,5 +55,5 @@ def expand_inputs(spec: str) -> list[InputFile]:
         elif fs.exists(stripped):
             found[item] = int(fs.size(stripped) or 0)
         else:
-            raise ValueError(f"--input {item!r} does not exist (no such file, directory or glob)")
+            raise InputError(f"--input {item!r} does not exist (no such file, directory or glob)")
     return [InputFile(index=i, path=p, bytes=found[p]) for i, p in enumerate(sorted(found))]

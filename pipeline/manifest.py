@@ -15,16 +15,19 @@ import platform
 
 import apache_beam as beam
 
+from common.errors import DataError
 from pipeline.config import PipelineConfig
 from pipeline.dead_letters import DeadLetterFile
 from pipeline.pack import PackStats
 from pipeline.read import ReadStats
+from pipeline.subset_stats import SubsetStats, merge_into, summed
 from pipeline.write import ShardInfo
 from schemas import manifest as manifest_schema
+from schemas.dataset_spec import DatasetSpec
 
 
-class TooManyBadRecords(Exception):
-    pass
+class TooManyBadRecords(DataError):
+    """More rejected records than --max_bad_fraction allows; no manifest is written."""
 
 
 @dataclasses.dataclass
@@ -35,7 +38,7 @@ class Summary:
     dead_letters: list = dataclasses.field(default_factory=list)
     files: list = dataclasses.field(default_factory=list)
     pack: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    subsets: dict = dataclasses.field(default_factory=dict)
+    subsets: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)
 
     def add(self, item) -> None:
         if isinstance(item, ShardInfo):
@@ -56,11 +59,8 @@ class Summary:
         self.pack.update(other.pack)
         self._add_subsets(other.subsets)
 
-    def _add_subsets(self, subsets: dict) -> None:
-        for name, values in subsets.items():
-            entry = self.subsets.setdefault(name, [0] * len(values))
-            for i, value in enumerate(values):
-                entry[i] += value
+    def _add_subsets(self, subsets: dict[str, SubsetStats]) -> None:
+        merge_into(self.subsets, subsets)
 
 
 class _SummaryFn(beam.CombineFn):
@@ -107,10 +107,11 @@ def software_versions() -> dict:
     return versions
 
 
-def build_manifest(summary: Summary, *, config: PipelineConfig, tokenizer: dict, features: dict,
-                   inputs: list, created: str | None = None) -> dict:
+def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpec,
+                   tokenizer: dict, inputs: list, created: str | None = None) -> dict:
     shards = sorted(summary.shards, key=lambda s: s.path)
     pack = PackStats(**{k: summary.pack.get(k, 0) for k in PackStats.__dataclass_fields__})
+    all_subsets = summed(summary.subsets.values())
     totals = {
         "shards": len(shards),
         "bytes": sum(s.bytes for s in shards),
@@ -120,9 +121,9 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, tokenizer: dict,
         "partial_records": pack.partial_records,
         "dropped_records": pack.dropped_records,
         "dropped_tokens": pack.dropped_tokens,
-        "documents": sum(v[0] for v in summary.subsets.values()),
-        "text_bytes": sum(v[1] for v in summary.subsets.values()),
-        "lossy_documents": sum(v[3] for v in summary.subsets.values()),
+        "documents": all_subsets.documents,
+        "text_bytes": all_subsets.bytes,
+        "lossy_documents": all_subsets.lossy_documents,
     }
     formats = {stats.file_index: stats.format for stats in summary.files}
     return {
@@ -130,22 +131,11 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, tokenizer: dict,
         "version": manifest_schema.VERSION,
         "split": config.split,
         "created": created or datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "seq_len": config.seq_len,
+        **spec.manifest_fields(chunk_bytes=config.read.chunk_bytes),
         "tokenizer": tokenizer,
-        "features": features,
-        "packing": {
-            "record_len": config.seq_len + 1,
-            "stride": config.seq_len,
-            "leading_eos": True,
-            "last_record": config.last_record,
-            "chunk_bytes": config.read.chunk_bytes,
-        },
         "shards": [s.to_json() for s in shards],
         "totals": totals,
-        "subsets": {
-            name: {"documents": v[0], "bytes": v[1], "tokens": v[2], "lossy_documents": v[3]}
-            for name, v in sorted(summary.subsets.items())
-        },
+        "subsets": {name: stats.to_json() for name, stats in sorted(summary.subsets.items())},
         "inputs": [
             {"path": f.path, "bytes": f.bytes, "format": formats.get(f.index, "")} for f in inputs
         ],
@@ -157,20 +147,20 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, tokenizer: dict,
 
 
 class _CommitManifestFn(beam.DoFn):
-    def __init__(self, *, config, tokenizer, features, inputs):
+    def __init__(self, *, config, spec, tokenizer, inputs):
         self._config = config
+        self._spec = spec
         self._tokenizer = tokenizer
-        self._features = features
         self._inputs = inputs
 
     def process(self, summary: Summary):
-        doc = build_manifest(summary, config=self._config, tokenizer=self._tokenizer,
-                             features=self._features, inputs=self._inputs)
+        doc = build_manifest(summary, config=self._config, spec=self._spec,
+                             tokenizer=self._tokenizer, inputs=self._inputs)
         counts = doc["accounting"]
         bad = sum(counts["rejected"].values())
         if counts["read"] and bad / counts["read"] > self._config.read.max_bad_fraction:
             raise TooManyBadRecords(
-                f"pilepack-error: {bad} of {counts['read']} records were rejected "
+                f"{bad} of {counts['read']} records were rejected "
                 f"({bad / counts['read']:.2%} > --max_bad_fraction="
                 f"{self._config.read.max_bad_fraction}); by reason: {counts['rejected']}. "
                 f"See the dead letters under {self._config.output}/dead_letters; no manifest was "
@@ -182,9 +172,10 @@ class _CommitManifestFn(beam.DoFn):
 class CommitManifest(beam.PTransform):
     """Flattened statistics -> the path of the written manifest (one element)."""
 
-    def __init__(self, *, config: PipelineConfig, tokenizer: dict, features: dict, inputs: list):
+    def __init__(self, *, config: PipelineConfig, spec: DatasetSpec, tokenizer: dict,
+                 inputs: list):
         super().__init__()
-        self._fn = _CommitManifestFn(config=config, tokenizer=tokenizer, features=features,
+        self._fn = _CommitManifestFn(config=config, spec=spec, tokenizer=tokenizer,
                                      inputs=inputs)
 
     def expand(self, stats):

@@ -13,6 +13,7 @@ import logging
 
 from common import storage
 from schemas.manifest import MANIFEST_NAME
+from common.errors import ConfigError
 
 log = logging.getLogger(__name__)
 LEFTOVER_SUFFIXES = (".tfrecord", ".jsonl")
@@ -24,7 +25,7 @@ def prepare(output: str, *, overwrite: bool) -> None:
     manifest = f"{root}/{MANIFEST_NAME}"
     if fs.exists(manifest):
         if not overwrite:
-            raise ValueError(
+            raise ConfigError(
                 f"{output} already holds a complete dataset ({MANIFEST_NAME} exists); pass "
                 "--overwrite to replace it, or choose another --output"
             )

@@ -36,6 +36,7 @@ import apache_beam as beam
 import numpy as np
 
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec
+from common.errors import DataError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +117,7 @@ def pack_documents(
     stream = build_stream(documents, eos_id=eos_id, dtype=np.int64)
     limit = np.iinfo(dtype).max
     if len(stream) and int(stream.max()) > limit:
-        raise ValueError(
+        raise DataError(
             f"token id {int(stream.max())} does not fit the record dtype {np.dtype(dtype).name} "
             f"(max {limit}); the tokenizer's vocabulary is larger than the manifest says"
         )
@@ -130,7 +131,7 @@ class PackedChunk:
     chunk_index: int
     features: dict  # feature name -> [records, seq_len + 1] array
     stats: PackStats
-    subsets: dict  # subset -> [documents, text bytes, tokens, lossy documents]
+    subsets: dict  # subset -> pipeline.subset_stats.SubsetStats
 
 
 class _PackFn(beam.DoFn):

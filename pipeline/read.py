@@ -13,16 +13,17 @@ from typing import Iterator
 
 import apache_beam as beam
 
+from common import storage
+from common.errors import DataError
 from pipeline import decode, parse
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile
-from common import storage
 
 DEAD_LETTERS = "dead_letters"
 READ_STATS = "read_stats"
 
 
-class BadInputError(Exception):
+class BadInputError(DataError):
     """Raised with --on_bad_record=fail; the message names file, line and the fix."""
 
 
@@ -129,7 +130,7 @@ class _ReadFileFn(beam.DoFn):
                 beam.metrics.Metrics.counter("read", f"rejected_{item.reason}").inc()
                 if self._config.on_bad_record == "fail":
                     raise BadInputError(
-                        f"pilepack-error: bad record in {item.file} line {item.line} "
+                        f"bad record in {item.file} line {item.line} "
                         f"(byte {item.offset}): {item.reason}: {item.detail}. Fix or remove "
                         "the file, or rerun with --on_bad_record=skip to write it to the dead "
                         "letters and continue."

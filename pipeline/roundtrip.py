@@ -1,23 +1,24 @@
 """``python -m pipeline.roundtrip --manifest PATH``: decode a split and compare with its input.
 
 Re-reads the input files the manifest lists (with the run's own read options), decodes every
-document back from the shards (``pipeline.verify.iter_documents``) and checks that the texts
+document back from the shards (``pipeline.dataset_reader.iter_documents``) and checks that the texts
 are equal, in order per input file. This is the strongest check a dataset can pass: nothing
 lost, nothing reordered, the tokenizer lossless on this data.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 
+from common import cli
+from common.flags import ArgumentParser
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile
 from pipeline.read import iter_documents
-from pipeline.tokenize import LOSSY_CHAR
-from pipeline.verify import iter_documents as iter_written_documents
+from pipeline.dataset_reader import iter_documents as iter_written_documents
 from schemas import manifest as manifest_lib
+from tokenizer.spec import SPACE_SYMBOL
 
 
 @dataclasses.dataclass
@@ -29,8 +30,7 @@ class RoundTrip:
 
 def input_texts(doc: dict):
     """(file, line, text) of every written document, from the input files, in order."""
-    read = ReadConfig(**{k: (tuple(v) if isinstance(v, list) else v)
-                         for k, v in doc["config"]["read"].items()})
+    read = ReadConfig.from_json(doc["config"]["read"])
     for index, entry in enumerate(doc["inputs"]):
         file = InputFile(index=index, path=entry["path"], bytes=entry["bytes"])
         for document in iter_documents(file, config=read):
@@ -58,7 +58,7 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False)
         decoded_text = sp.decode(ids.tolist())
         if decoded_text == text:
             continue
-        if LOSSY_CHAR in text and decoded_text == text.replace(LOSSY_CHAR, " "):
+        if SPACE_SYMBOL in text and decoded_text == text.replace(SPACE_SYMBOL, " "):
             result.lossy += 1
         elif len(result.mismatches) < max_reports:
             result.mismatches.append(f"{path} line {line}: decoded text differs")
@@ -68,17 +68,17 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.roundtrip",
-                                     description=__doc__.split("\n")[0])
+    parser = ArgumentParser(prog="python -m pipeline.roundtrip",
+                            description=__doc__.split("\n")[0])
     parser.add_argument("--manifest", required=True, help="manifest.json or its directory")
     parser.add_argument("--check_ids", action="store_true",
                         help="also compare every document's ids with SentencePieceProcessor.encode")
     args = parser.parse_args(argv)
-    try:
-        result = check(args.manifest, check_ids=args.check_ids)
-    except manifest_lib.ManifestError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    cli.quiet_tensorflow()
+    return cli.run_main(lambda: _report(check(args.manifest, check_ids=args.check_ids)))
+
+
+def _report(result: RoundTrip) -> int:
     for problem in result.mismatches:
         print(f"MISMATCH {problem}")
     print(f"{'OK' if not result.mismatches else 'FAILED'}: {result.documents} documents "

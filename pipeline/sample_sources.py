@@ -2,7 +2,27 @@
 
 One function per Pile subset, each returning ``Candidate`` documents from the standard library
 directory (sorted walks, nothing imported: source is parsed with ``ast``). ``SOURCES`` maps
-subset names to them; ``pipeline.sample_data`` selects, splits and writes.
+subset names to them; ``pipeline.sample_build`` selects, splits and writes.
+
+All of it lies under ``sysconfig.get_paths()["stdlib"]``; ``site-packages``, ``__pycache__``
+and the test-suite directories ``test``/``tests``/``idle_test`` are skipped, and so is any file
+that is not valid UTF-8 or holds only whitespace:
+
+===================  ========================================================================
+subset               documents
+===================  ========================================================================
+``Github``           standard-library ``.py`` files, one file per document, verbatim.
+``StackExchange``    the entries of ``pydoc_data/topics.py`` (the text behind ``help("if")``),
+                     one topic per document; read with ``ast.literal_eval``, not imported.
+``Wikipedia (en)``   one "article" per module: the module name as a title line, its docstring,
+                     then the docstrings of its public top-level classes and functions, each
+                     under its name (``ast.get_docstring``; nothing is imported). At least 200
+                     characters of prose, or the module is skipped.
+``Pile-CC``          the prose files shipped with the stdlib: ``*.txt``, ``*.rst``, ``README*``
+                     (``LICENSE.txt``, IDLE's ``NEWS.txt``, ``email/architecture.rst``, ...).
+``Enron Emails``     the RFC 5322 messages in ``test/test_email/data/msg_*.txt`` (absent from
+                     installations that strip the test suite; the subset is then empty).
+===================  ========================================================================
 """
 
 from __future__ import annotations

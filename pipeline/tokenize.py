@@ -26,7 +26,9 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.read import Chunk
+from pipeline.subset_stats import SubsetStats
 from tokenizer import pool_worker
+from tokenizer.spec import SPACE_SYMBOL
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,25 +36,20 @@ class TokenizedChunk:
     file_index: int
     chunk_index: int
     documents: tuple[np.ndarray, ...]
-    # subset -> [documents, text bytes, tokens, lossy documents]
-    subsets: dict
+    subsets: dict[str, SubsetStats]
 
 
-# SentencePiece escapes ' ' to U+2581 before encoding, so a literal U+2581 in the text decodes
-# as a space: the one character no SentencePiece model round-trips. Such documents are kept
-# and counted per subset as ``lossy_documents``.
-LOSSY_CHAR = "\u2581"
-
-
-def subset_stats(chunk: Chunk, token_arrays) -> dict:
-    stats = collections.defaultdict(lambda: [0, 0, 0, 0])
+def subset_stats(chunk: Chunk, token_arrays) -> dict[str, SubsetStats]:
+    """Per-subset totals of one chunk. SentencePiece escapes ' ' to U+2581 before encoding, so
+    a literal U+2581 decodes as a space: such documents are kept and counted as lossy."""
+    stats: dict[str, SubsetStats] = {}
     for doc, ids in zip(chunk.documents, token_arrays):
-        entry = stats[doc.subset]
-        entry[0] += 1
-        entry[1] += doc.text_bytes
-        entry[2] += len(ids)
-        entry[3] += LOSSY_CHAR in doc.text
-    return dict(stats)
+        entry = stats.setdefault(doc.subset, SubsetStats())
+        entry.documents += 1
+        entry.bytes += doc.text_bytes
+        entry.tokens += len(ids)
+        entry.lossy_documents += SPACE_SYMBOL in doc.text
+    return stats
 
 
 class _TokenizeFn(beam.DoFn):

@@ -12,21 +12,16 @@ the manifest itself cannot be used.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
-import os
 import sys
-from typing import Iterator
 
-# TensorFlow (imported lazily for --deep) logs device probing at INFO; keep the report readable.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import numpy as np
-
+from common import cli, storage
+from common.flags import ArgumentParser
+from pipeline.dataset_reader import parse_payloads
 from schemas import manifest as manifest_lib
-from common import storage
 from schemas.records import iter_tfrecord_frames
+from tokenizer.spec import VOCAB_FILENAME
 
 _BATCH = 256  # records parsed per TensorFlow call
 
@@ -84,16 +79,6 @@ class _DeepCheck:
         is_pad = ids == self._pad
         self.padding += int(is_pad.sum())
         self.tokens += int((~is_pad[:, 1:]).sum())
-
-
-def parse_payloads(payloads: list[bytes], spec) -> dict[str, np.ndarray]:
-    """Serialized records -> numpy arrays [N, seq_len + 1], with TensorFlow and the spec."""
-    import tensorflow as tf
-
-    from schemas.records_tf import parse_records
-
-    parsed = parse_records(tf.constant(payloads, dtype=tf.string), spec)
-    return {name: value.numpy() for name, value in parsed.items()}
 
 
 def check_shard(path: str, shard: dict, *, deep: _DeepCheck | None = None
@@ -160,17 +145,10 @@ def check_consistency(doc: dict) -> list[str]:
 def check_side_files(dataset: manifest_lib.Dataset) -> list[str]:
     """The tokenizer (sha256) and the dead-letter files (record counts)."""
     problems = []
-    tokenizer = dataset.tokenizer
     try:
-        fs, stripped = storage.filesystem(dataset.tokenizer_path)
-        if not fs.exists(stripped):
-            problems.append(f"{tokenizer['file']}: missing")
-        else:
-            with fs.open(stripped, "rb") as handle:
-                digest = hashlib.sha256(handle.read()).hexdigest()
-            if digest != tokenizer["sha256"]:
-                problems.append(f"{tokenizer['file']}: sha256 {digest} does not match the "
-                                "manifest (a different tokenizer?)")
+        problem = dataset.tokenizer_file_problem()
+        if problem:
+            problems.append(problem)
         for entry in dataset.doc["dead_letters"]:
             fs, stripped = storage.filesystem(storage.join(dataset.directory, entry["path"]))
             if not fs.exists(stripped):
@@ -192,7 +170,7 @@ def unlisted_files(dataset: manifest_lib.Dataset) -> list[str]:
     root = root.rstrip("/")
     listed = {shard["path"] for shard in dataset.shards}
     listed |= {d["path"] for d in dataset.doc["dead_letters"]}
-    listed |= {manifest_lib.MANIFEST_NAME, dataset.tokenizer["file"], "tokenizer.vocab"}
+    listed |= {manifest_lib.MANIFEST_NAME, dataset.tokenizer["file"], VOCAB_FILENAME}
     try:
         found = [path[len(root) + 1:] for path in fs.find(root)]
     except OSError:
@@ -202,11 +180,7 @@ def unlisted_files(dataset: manifest_lib.Dataset) -> list[str]:
 
 def verify(manifest_path: str, *, deep: bool = False) -> Report:
     """Check a dataset; raises ManifestError when the manifest itself is unusable."""
-    dataset = manifest_lib.load(manifest_path, check_files=False)
-    try:
-        dataset.record_spec  # noqa: B018 -- validates the features against seq_len
-    except ValueError as err:
-        raise manifest_lib.ManifestError(f"{dataset.manifest_path}: {err}") from err
+    dataset = manifest_lib.load(manifest_path, check_files=False)  # checks the spec's copies
     report = Report()
     report.problems += check_consistency(dataset.doc)
     report.problems += check_side_files(dataset)
@@ -220,62 +194,23 @@ def verify(manifest_path: str, *, deep: bool = False) -> Report:
     return report
 
 
-def iter_record_batches(dataset: manifest_lib.Dataset, path: str, *, batch: int = 512):
-    """Parsed records of one shard as numpy arrays (read through fsspec, parsed by TF)."""
-    spec = dataset.record_spec
-    fs, stripped = storage.filesystem(path)
-    payloads = []
-    with fs.open(stripped, "rb") as handle:
-        for payload in iter_tfrecord_frames(handle):
-            payloads.append(payload)
-            if len(payloads) == batch:
-                yield parse_payloads(payloads, spec)
-                payloads = []
-    if payloads:
-        yield parse_payloads(payloads, spec)
-
-
-def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:
-    """Token ids of every document of a split, in order (the inverse of ``pipeline.pack``).
-
-    Each record's first token repeats the previous record's last one (or is a chunk's leading
-    EOS), so it is dropped; padding is dropped; the rest is ``d1 EOS d2 EOS ...``.
-    """
-    pad = dataset.tokenizer["special_ids"]["pad"]
-    eos = dataset.tokenizer["special_ids"]["eos"]
-    carry = np.zeros(0, dtype=np.int32)  # a document continued from the previous batch
-    for path in dataset.shard_paths():
-        for arrays in iter_record_batches(dataset, path):
-            body = arrays["tokens"][:, 1:]
-            stream = np.concatenate([carry, body[body != pad]])
-            start = 0
-            for end in np.flatnonzero(stream == eos):
-                yield stream[start:end]
-                start = end + 1
-            carry = stream[start:]
-    if len(carry):
-        raise ValueError(f"{dataset.manifest_path}: the split ends inside a document "
-                         "(written with --last_record=drop?)")
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.verify", description=__doc__.split(
-        "\n")[0])
+    parser = ArgumentParser(prog="python -m pipeline.verify", description=__doc__.split("\n")[0])
     parser.add_argument("--manifest", required=True, help="manifest.json or its directory")
     parser.add_argument("--deep", action="store_true", help="also parse every record")
     args = parser.parse_args(argv)
-    try:
-        report = verify(args.manifest, deep=args.deep)
-    except (manifest_lib.ManifestError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    cli.quiet_tensorflow()
+    return cli.run_main(lambda: _report(verify(args.manifest, deep=args.deep), deep=args.deep))
+
+
+def _report(report: Report, *, deep: bool) -> int:
     for note in report.notes:
         print(f"NOTE {note}")
     for problem in report.problems:
         print(f"PROBLEM {problem}")
     status = "OK" if report.ok else f"{len(report.problems)} PROBLEM(S)"
     print(f"{status}: {report.shards} shards, {report.records} records checked"
-          f"{' (deep)' if args.deep else ''}")
+          f"{' (deep)' if deep else ''}")
     return 0 if report.ok else 1
 
 

@@ -18,16 +18,21 @@ from typing import Any
 import jsonschema
 
 from common import storage
+from schemas.dataset_spec import DatasetSpec
+from schemas.errors import ManifestError
 from schemas.records import RecordSpec
+
+__all__ = ["MANIFEST_NAME", "FORMAT", "VERSION", "Dataset", "ManifestError", "load", "validate",
+           "write"]
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "pilepack.dataset"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
-
-
-class ManifestError(ValueError):
-    """A manifest that is missing, malformed, of an unknown version, or unsafe."""
+VERSION = 2
+SUPPORTED_VERSIONS = (2,)
+# What changed, for the error a reader of an older manifest gets.
+OLDER_VERSIONS = {
+    1: "version 1 repeated seq_len, the record length and the token dtype in several places",
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -42,6 +47,12 @@ def validate(doc: Any, *, source: str) -> None:
         raise ManifestError(f"{source}: a manifest must be a JSON object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
         raise ManifestError(f"{source}: not a {FORMAT} manifest (format={doc.get('format')!r})")
+    if doc.get("version") in OLDER_VERSIONS:
+        raise ManifestError(
+            f"{source}: manifest version {doc['version']} was written by an older pilepack "
+            f"({OLDER_VERSIONS[doc['version']]}); this pilepack reads version {VERSION}: "
+            "rebuild the dataset with python -m pipeline.run"
+        )
     if doc.get("version") not in SUPPORTED_VERSIONS:
         raise ManifestError(
             f"{source}: manifest version {doc.get('version')!r} is not supported by this "
@@ -55,6 +66,7 @@ def validate(doc: Any, *, source: str) -> None:
     for entry in doc["shards"] + doc["dead_letters"]:
         check_relative_path(entry["path"], source=source)
     check_relative_path(doc["tokenizer"]["file"], source=source)
+    DatasetSpec.from_manifest(doc, source=source)
 
 
 def check_relative_path(path: str, *, source: str) -> None:
@@ -97,12 +109,16 @@ class Dataset:
         return storage.dirname(self.manifest_path)
 
     @property
+    def spec(self) -> DatasetSpec:
+        return DatasetSpec.from_manifest(self.doc, source=self.manifest_path)
+
+    @property
     def seq_len(self) -> int:
         return self.doc["seq_len"]
 
     @property
     def record_spec(self) -> RecordSpec:
-        return RecordSpec.from_manifest(seq_len=self.seq_len, features=self.doc["features"])
+        return self.spec.record
 
     @property
     def tokenizer(self) -> dict:

@@ -104,21 +104,6 @@ class RecordSpec:
             for name, dtype in self.feature_dtypes().items()
         }
 
-    @classmethod
-    def from_manifest(cls, *, seq_len: int, features: Mapping[str, Mapping]) -> "RecordSpec":
-        if TOKENS not in features:
-            raise ValueError(f"manifest features lack {TOKENS!r}: {sorted(features)}")
-        for name, spec in features.items():
-            if spec.get("encoding") != "raw_bytes" or spec.get("byte_order") != BYTE_ORDER:
-                raise ValueError(f"feature {name!r} has an unknown encoding: {dict(spec)}")
-            if list(spec.get("shape", [])) != [seq_len + 1]:
-                raise ValueError(f"feature {name!r} shape {spec.get('shape')} != [{seq_len + 1}]")
-        return cls(
-            seq_len=seq_len,
-            token_dtype=features[TOKENS]["dtype"],
-            with_segments=SEGMENT_IDS in features,
-        )
-
 
 # --- Serialization without TensorFlow --------------------------------------------------
 # tf.train.Example is a tiny protobuf: Example{1: Features{1: map<string, Feature>}} and

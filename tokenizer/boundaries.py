@@ -25,7 +25,8 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-SPACE_SYMBOL = "\u2581"
+from tokenizer.spec import SPACE_SYMBOL
+
 _DIGITS = frozenset("0123456789")
 _UTF8_SPACE_SYMBOL = SPACE_SYMBOL.encode("utf-8")
 

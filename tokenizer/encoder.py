@@ -17,9 +17,12 @@ import fsspec
 import numpy as np
 import sentencepiece as spm
 
-from tokenizer.boundaries import SPACE_SYMBOL, BoundaryRules, boundary_rules, word_pattern
+from common.errors import ConfigError
+
+from tokenizer.boundaries import BoundaryRules, boundary_rules, word_pattern
 from tokenizer.id_store import TOKEN_DTYPE, IdStore
 from tokenizer.model_proto import read_model_facts
+from tokenizer.spec import SPACE_SYMBOL
 
 # Strings the default SentencePiece options would not round-trip: edge spaces and runs of them,
 # tabs, CR/LF, NFKC-sensitive characters (ligature, full width, combining, compatibility), NUL,
@@ -158,11 +161,11 @@ class CachedEncoder:
             cached: they rarely repeat and would fill the cache.
         """
         if num_threads < 0:
-            raise ValueError(f"num_threads={num_threads} must be 0 (all cores) or positive")
+            raise ConfigError(f"num_threads={num_threads} must be 0 (all cores) or positive")
         if max_cache_entries < 1:
-            raise ValueError(f"max_cache_entries={max_cache_entries} must be positive")
+            raise ConfigError(f"max_cache_entries={max_cache_entries} must be positive")
         if max_cached_word_chars < 1:
-            raise ValueError(f"max_cached_word_chars={max_cached_word_chars} must be positive")
+            raise ConfigError(f"max_cached_word_chars={max_cached_word_chars} must be positive")
         self._processor = processor_from_bytes(model_proto)
         self._threads = num_threads or _usable_cores()
         self._max_entries = max_cache_entries

@@ -29,6 +29,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from common.errors import ConfigError
+
+# File names of a published tokenizer (beside a dataset's shards, or from training alone).
+MODEL_FILENAME = "tokenizer.model"
+VOCAB_FILENAME = "tokenizer.vocab"  # SentencePiece's "piece<TAB>score" lines, for people to read
+
+DEFAULT_VOCAB_SIZE = 32000
+
+# SentencePiece's space symbol: ' ' is escaped to it before the model sees the text.
+SPACE_SYMBOL = "\u2581"
+
 PAD_ID = 0
 EOS_ID = 1
 UNK_ID = 2
@@ -40,7 +51,7 @@ NUM_BYTE_PIECES = 256
 MIN_VOCAB_SIZE = len(SPECIAL_IDS) + NUM_BYTE_PIECES + 1
 
 # Characters that do not survive ``decode(encode(text))`` whatever the options (see above).
-KNOWN_LOSSY_CHARS = ("\u2581",)
+KNOWN_LOSSY_CHARS = (SPACE_SYMBOL,)
 
 MODEL_TYPES = ("bpe", "unigram")
 
@@ -92,7 +103,7 @@ class TrainOptions:
       max_sentencepiece_length: Longest piece, in characters.
     """
 
-    vocab_size: int = 32000
+    vocab_size: int = DEFAULT_VOCAB_SIZE
     model_type: str = "bpe"
     character_coverage: float = 0.9999
     seed: int = 0
@@ -103,33 +114,33 @@ class TrainOptions:
 
     def __post_init__(self):
         if self.vocab_size < MIN_VOCAB_SIZE:
-            raise ValueError(
+            raise ConfigError(
                 f"vocab_size={self.vocab_size} is too small: {len(SPECIAL_IDS)} reserved ids and "
                 f"{NUM_BYTE_PIECES} byte pieces come first; set --vocab_size to at least "
                 f"{MIN_VOCAB_SIZE} (realistically several thousand)"
             )
         if self.model_type not in MODEL_TYPES:
-            raise ValueError(
+            raise ConfigError(
                 f"model_type={self.model_type!r} is not supported; use one of {MODEL_TYPES}"
             )
         if not 0.0 < self.character_coverage <= 1.0:
-            raise ValueError(
+            raise ConfigError(
                 f"character_coverage={self.character_coverage} must be in (0, 1]; e.g. 0.9999"
             )
         if self.num_threads < 1:
-            raise ValueError(f"num_threads={self.num_threads} must be at least 1")
+            raise ConfigError(f"num_threads={self.num_threads} must be at least 1")
         if self.max_sentence_length < 64:
-            raise ValueError(
+            raise ConfigError(
                 f"max_sentence_length={self.max_sentence_length} bytes is too short to hold "
                 "real text; use e.g. 65536"
             )
         if self.input_sentence_size < 0 or 0 < self.input_sentence_size <= 100:
-            raise ValueError(
+            raise ConfigError(
                 f"input_sentence_size={self.input_sentence_size} must be 0 (all) or above 100 "
                 "(SentencePiece's minimum sample)"
             )
         if self.max_sentencepiece_length < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"max_sentencepiece_length={self.max_sentencepiece_length} must be positive"
             )
 

@@ -10,7 +10,6 @@ every sentence it trains on in memory, or an ``input_sentence_size`` sample of t
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import re
 import time
@@ -19,11 +18,10 @@ from collections.abc import Iterable, Iterator
 import sentencepiece as spm
 
 from common import storage
+from common.errors import ConfigError
 from tokenizer.boundaries import cut_text
-from tokenizer.spec import TrainOptions
-
-MODEL_FILENAME = "tokenizer.model"
-VOCAB_FILENAME = "tokenizer.vocab"  # SentencePiece's "piece<TAB>score" lines, for people to read
+from tokenizer.model_info import fingerprint
+from tokenizer.spec import MODEL_FILENAME, VOCAB_FILENAME, TrainOptions
 
 _TOO_SMALL = re.compile(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)")
 _TOO_LARGE = re.compile(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)")
@@ -51,11 +49,6 @@ class TrainedTokenizer:
     train_seconds: float
     num_texts: int
     num_bytes: int
-
-
-def fingerprint(model_bytes: bytes) -> str:
-    """SHA-256 hex digest of a serialized model: the tokenizer's identity in manifests."""
-    return hashlib.sha256(model_bytes).hexdigest()
 
 
 def vocab_text(processor: spm.SentencePieceProcessor) -> str:
@@ -106,27 +99,27 @@ class _Sentences:
             raise
 
 
-def _as_value_error(err: RuntimeError, *, options: TrainOptions) -> ValueError:
+def _as_config_error(err: RuntimeError, *, options: TrainOptions) -> ConfigError:
     """Translate a SentencePiece training failure into what to change."""
     message = str(err)
     if match := _TOO_SMALL.search(message):
-        return ValueError(
+        return ConfigError(
             f"vocab_size={options.vocab_size} is too small for this corpus: its characters "
             f"need at least {match.group(2)} pieces (4 reserved, 256 bytes, the characters "
             f"covered at character_coverage={options.character_coverage}); raise --vocab_size "
             f"to at least {match.group(2)} or lower --character_coverage"
         )
     if match := _TOO_LARGE.search(message):
-        return ValueError(
+        return ConfigError(
             f"vocab_size={options.vocab_size} is too large for this corpus: at most "
             f"{match.group(2)} pieces can be learned from it; lower --vocab_size to "
             f"{match.group(2)} or less, or train on more text"
         )
     if "sentences_.empty()" in message:
-        return ValueError(
+        return ConfigError(
             "no training text: every text was empty; check the corpus path and the --input pattern"
         )
-    return ValueError(f"SentencePiece training failed with {options}: {message}")
+    return ConfigError(f"SentencePiece training failed with {options}: {message}")
 
 
 def train_from_texts(
@@ -168,7 +161,7 @@ def train_from_texts(
     except (RuntimeError, ValueError) as err:
         if sentences.error is not None:
             raise sentences.error from None
-        raise _as_value_error(err, options=options) from err
+        raise _as_config_error(err, options=options) from err
     train_seconds = time.perf_counter() - start
     model_bytes = writer.getvalue()
 
@@ -188,51 +181,3 @@ def train_from_texts(
         num_texts=sentences.num_texts,
         num_bytes=sentences.num_bytes,
     )
-
-
-def main(argv=None) -> int:
-    """``python -m tokenizer.train``: draw the stratified sample from --input and train."""
-    import argparse
-    import json
-    import sys
-
-    from pipeline.config import MIB, PipelineConfig, ReadConfig
-    from pipeline.inputs import expand_inputs
-    from tokenizer import prepare
-
-    parser = argparse.ArgumentParser(
-        prog="python -m tokenizer.train",
-        description="Train a lossless SentencePiece BPE tokenizer on a sample of Pile files, "
-                    "stratified by pile_set_name (the pipeline's own sampling and options).")
-    parser.add_argument("--input", required=True,
-                        help="glob, directory or comma list of .jsonl.zst/.jsonl/.jsonl.gz files")
-    parser.add_argument("--output_dir", required=True,
-                        help="where tokenizer.model and tokenizer.vocab go (local or s3://)")
-    parser.add_argument("--vocab_size", type=int, default=32000)
-    parser.add_argument("--sample_bytes", type=int, default=100 * MIB,
-                        help="text bytes drawn from the input")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num_threads", type=int, default=0, help="0 = all cores")
-    parser.add_argument("--exclude_subsets", default="", help="comma list of pile_set_name")
-    args, beam_args = parser.parse_known_args(argv)
-    try:
-        config = PipelineConfig(
-            input=args.input, output=args.output_dir, split="tokenizer",
-            vocab_size=args.vocab_size, tokenizer_sample_bytes=args.sample_bytes,
-            seed=args.seed, num_threads=args.num_threads,
-            read=ReadConfig(exclude_subsets=tuple(
-                s.strip() for s in args.exclude_subsets.split(",") if s.strip())),
-        )
-        record = prepare.train_on_input(config=config, inputs=expand_inputs(args.input),
-                                        beam_args=beam_args)
-        info = prepare.describe(storage.join(args.output_dir, MODEL_FILENAME), trained=record)
-    except (ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(json.dumps(info.manifest_entry(), indent=2))
-    print(f"wrote {info.path} (vocab {info.vocab_size}, sha256 {info.sha256[:12]}...)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-
-from common import storage
+from common.errors import PilepackError
 from schemas.manifest import Dataset
 from trainer.model.config import GPTConfig
 
 
-class CompatibilityError(ValueError):
+class CompatibilityError(PilepackError, ValueError):
     """A dataset that does not match the model (or another dataset) it is used with."""
 
 
@@ -25,22 +23,9 @@ def tokenizer_identity(dataset: Dataset) -> dict:
 
 def verify_tokenizer_file(dataset: Dataset) -> None:
     """The tokenizer file beside the manifest must hash to the manifest's sha256."""
-    fs, path = storage.filesystem(dataset.tokenizer_path)
-    if not fs.exists(path):
-        raise CompatibilityError(
-            f"{dataset.manifest_path}: tokenizer file {dataset.tokenizer['file']} is missing "
-            "(copy the whole dataset directory)"
-        )
-    digest = hashlib.sha256()
-    with fs.open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != dataset.tokenizer["sha256"]:
-        raise CompatibilityError(
-            f"{dataset.manifest_path}: tokenizer file {dataset.tokenizer['file']} has sha256 "
-            f"{digest.hexdigest()}, the manifest says {dataset.tokenizer['sha256']} "
-            "(corrupt or replaced tokenizer; rebuild or recopy the dataset)"
-        )
+    problem = dataset.tokenizer_file_problem()
+    if problem is not None:
+        raise CompatibilityError(f"{dataset.manifest_path}: {problem}")
 
 
 def check_same_tokenization(reference: Dataset, other: Dataset) -> None:

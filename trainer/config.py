@@ -1,78 +1,99 @@
-"""The training run's typed configuration (everything but the model and the paths)."""
+"""The trainer's typed options; every field is also a command-line flag (``common.flags``).
+
+``TrainConfig`` (hyper-parameters and schedules) is saved in ``model_dir/run.json``;
+``ModelOptions`` chooses the architecture (the data sets vocabulary and context length);
+``DistributionOptions`` chooses the backend. A default is written once, here: ``--help`` of
+``python -m trainer.train`` and ``python -m trainer.evaluate`` lists what these say.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 
+from common.flags import flag, require
+from trainer.distribute.resolve import BACKENDS, SAGEMAKER_PORT
+from trainer.model.config import PRESETS, GPTConfig
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Hyper-parameters and schedules of one training run; saved in ``model_dir/run.json``.
+    """Hyper-parameters and schedules of one training run (each field's help says what it is).
 
-    Attributes:
-        steps: optimizer steps to train for (the run ends at this global step).
-        global_batch_size: records per step, summed over all replicas.
-        learning_rate: peak learning rate (before ``scale_lr``).
-        min_lr_ratio: the cosine decay ends at this fraction of the peak.
-        warmup_steps: linear warm-up steps.
-        weight_decay: AdamW decoupled weight decay (matrices and embeddings only).
-        beta_1, beta_2: Adam moments.
-        clip_norm: clip the global gradient norm (after all-reduce); 0 disables.
-        scale_lr: multiply the learning rate by the number of replicas (Horovod's recipe).
-        seed: weights' initialization and data order.
-        shuffle_buffer: records in each input pipeline's shuffle buffer.
-        log_every: steps between log lines and ``metrics.jsonl`` rows.
-        checkpoint_every: steps between checkpoints (and always at the end).
-        keep_checkpoints: checkpoints kept on disk.
-        eval_every: steps between evaluations (0: only at the end; needs an eval manifest).
-        eval_batches: global batches per evaluation (0: the whole eval manifest).
-        xla: compile the training step with XLA.
+    ``clip_norm`` clips the global gradient after the all-reduce; ``eval_every`` and
+    ``eval_batches`` matter only with an eval manifest.
     """
 
-    steps: int
-    global_batch_size: int
-    learning_rate: float = 6e-4
-    min_lr_ratio: float = 0.1
-    warmup_steps: int = 100
-    weight_decay: float = 0.1
-    beta_1: float = 0.9
-    beta_2: float = 0.95
-    clip_norm: float = 1.0
-    scale_lr: bool = False
-    seed: int = 0
-    shuffle_buffer: int = 10_000
-    log_every: int = 10
-    checkpoint_every: int = 500
-    keep_checkpoints: int = 3
-    eval_every: int = 0
-    eval_batches: int = 0
-    xla: bool = False
+    steps: int = flag(help="train until this global step")
+    global_batch_size: int = flag(help="records per step over all replicas")
+    learning_rate: float = flag(6e-4, help="peak learning rate")
+    min_lr_ratio: float = flag(0.1, help="final LR as a fraction of the peak")
+    warmup_steps: int = flag(100, help="linear warm-up steps")
+    weight_decay: float = flag(0.1, help="AdamW weight decay")
+    beta_1: float = flag(0.9, help="Adam's first-moment decay")
+    beta_2: float = flag(0.95, help="Adam's second-moment decay")
+    clip_norm: float = flag(1.0, help="global gradient-norm clip (0: off)")
+    scale_lr: bool = flag(
+        False, help="multiply the learning rate by the number of replicas (Horovod's recipe)"
+    )
+    seed: int = flag(0, help="initialization and data order")
+    shuffle_buffer: int = flag(10_000, help="records per shuffle buffer")
+    log_every: int = flag(10, help="steps between log lines / metrics rows")
+    checkpoint_every: int = flag(500, help="steps between checkpoints")
+    keep_checkpoints: int = flag(3, help="checkpoints kept")
+    eval_every: int = flag(0, help="steps between evaluations (0: at the end)")
+    eval_batches: int = flag(0, help="batches per evaluation (0: whole manifest)")
+    xla: bool = flag(False, help="compile the step with XLA")
 
     def __post_init__(self):
-        positive = (
-            "steps",
-            "global_batch_size",
-            "log_every",
-            "checkpoint_every",
-            "keep_checkpoints",
-        )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be >= 1, got {getattr(self, name)}")
-        non_negative = (
-            "learning_rate",
-            "warmup_steps",
-            "weight_decay",
-            "clip_norm",
-            "shuffle_buffer",
-            "eval_every",
-            "eval_batches",
-        )
-        for name in non_negative:
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name} must be >= 0, got {getattr(self, name)}")
-        if not 0.0 <= self.min_lr_ratio <= 1.0:
-            raise ValueError(f"--min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        for name in ("steps", "global_batch_size", "log_every", "checkpoint_every",
+                     "keep_checkpoints"):
+            require(getattr(self, name) >= 1, f"--{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("learning_rate", "warmup_steps", "weight_decay", "clip_norm",
+                     "shuffle_buffer", "eval_every", "eval_batches"):
+            require(getattr(self, name) >= 0, f"--{name} must be >= 0, got {getattr(self, name)}")
+        require(0.0 <= self.min_lr_ratio <= 1.0,
+                f"--min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOptions:
+    """The architecture flags; ``gpt_config`` adds what the data decides."""
+
+    preset: str = flag("tiny", help="model size", choices=tuple(sorted(PRESETS)))
+    dropout: float = flag(0.0, help="dropout rate")
+    use_segments: bool = flag(
+        False, help="mask attention at document boundaries (needs shards with segment ids)"
+    )
+    bf16: bool = flag(
+        False, help="mixed precision: bfloat16 compute, float32 weights and optimizer state"
+    )
+    recompute: bool = flag(
+        False,
+        help="recompute block activations in the backward pass (less memory, ~1/3 more compute)",
+    )
+
+    def gpt_config(self, *, vocab_size: int, seq_len: int) -> GPTConfig:
+        """The preset with these options and the data's vocabulary and context length."""
+        return GPTConfig.from_preset(
+            self.preset,
+            vocab_size=vocab_size,
+            seq_len=seq_len,
+            dropout=self.dropout,
+            use_segments=self.use_segments,
+            recompute=self.recompute,
+            dtype_policy="mixed_bfloat16" if self.bf16 else "float32",
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionOptions:
+    """Which backend, and how to reach the cluster (see ``trainer.distribute.resolve``)."""
+
+    backend: str = flag("auto", help="distribution backend", choices=BACKENDS)
+    sagemaker_port: int = flag(
+        SAGEMAKER_PORT,
+        help="port for MultiWorkerMirroredStrategy when TF_CONFIG is built from SM_HOSTS",
+    )

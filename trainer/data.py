@@ -20,6 +20,7 @@ import logging
 import tensorflow as tf
 
 from common import storage
+from common.errors import ConfigError
 from schemas.manifest import Dataset
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec, iter_tfrecord_frames
 from schemas.records_tf import parse_records
@@ -65,7 +66,7 @@ def plan_input(
     if not 0 <= pipeline_id < num_pipelines:
         raise ValueError(f"pipeline_id {pipeline_id} is not in [0, {num_pipelines})")
     if per_replica_batch < 1:
-        raise ValueError(f"per-replica batch must be >= 1, got {per_replica_batch}")
+        raise ConfigError(f"per-replica batch must be >= 1, got {per_replica_batch}")
     paths, records = dataset.shard_paths(), [shard["records"] for shard in dataset.shards]
     if num_pipelines <= len(paths):
         files = tuple(paths[pipeline_id::num_pipelines])
@@ -86,7 +87,7 @@ def plan_input(
     batches = smallest // per_replica_batch
     batches -= batches % replicas_per_pipeline
     if batches == 0:
-        raise ValueError(
+        raise ConfigError(
             f"{dataset.manifest_path}: {sum(records)} records give an input pipeline only "
             f"{smallest}, fewer than one step needs ({per_replica_batch * replicas_per_pipeline}); "
             "lower --global_batch_size or use a larger dataset"
@@ -247,7 +248,7 @@ def plan_for_context(
     """``plan_input`` for the pipeline a ``tf.distribute.InputContext`` describes."""
     replicas = context.num_replicas_in_sync
     if global_batch_size % replicas:
-        raise ValueError(
+        raise ConfigError(
             f"--global_batch_size {global_batch_size} is not divisible by the {replicas} "
             "replicas; use a multiple of it"
         )

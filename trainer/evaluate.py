@@ -5,7 +5,6 @@ python -m trainer.evaluate --model_dir=runs/tiny --eval_manifest=out/val/manifes
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -16,17 +15,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from common import cli
+from common.flags import ArgumentParser, add_flags, flag, from_args
 from schemas import manifest
 from trainer import checkpoint, compat, run_record
+from trainer.config import DistributionOptions
 from trainer.data import make_dataset, plan_for_context, steps_per_epoch
-from trainer.distribute import (
-    BACKENDS,
-    Backend,
-    BackendUnavailable,
-    cluster_from_env,
-    make_backend,
-    resolve_backend_name,
-)
+from trainer.distribute import Backend, backend_from_env
 from trainer.model import build_model
 from trainer.step import make_eval_step
 
@@ -122,57 +117,46 @@ def evaluate(
 
 
 @dataclasses.dataclass(frozen=True)
-class Flags:
-    model_dir: str
-    eval_manifest: str
-    global_batch_size: int
-    max_batches: int
-    backend: str
-    xla: bool
+class EvaluateFlags:
+    """Everything ``python -m trainer.evaluate`` accepts."""
+
+    model_dir: str = flag(help="the training run's directory")
+    eval_manifest: str = flag(help="manifest.json (or its directory)")
+    global_batch_size: int = flag(16, help="records per batch")
+    max_batches: int = flag(0, help="stop after N batches (0: all)")
+    xla: bool = flag(False, help="compile with XLA")
+    distribution: DistributionOptions = dataclasses.field(default_factory=DistributionOptions)
 
 
-def parse_flags(argv: list[str] | None) -> Flags:
-    parser = argparse.ArgumentParser(prog="python -m trainer.evaluate", description=__doc__)
-    parser.add_argument("--model_dir", required=True, help="the training run's directory")
-    parser.add_argument("--eval_manifest", required=True, help="manifest.json (or its directory)")
-    parser.add_argument("--global_batch_size", type=int, default=16, help="records per batch")
-    parser.add_argument("--max_batches", type=int, default=0, help="stop after N batches (0: all)")
-    parser.add_argument("--backend", default="auto", choices=BACKENDS)
-    parser.add_argument(
-        "--xla", action=argparse.BooleanOptionalAction, default=False, help="compile with XLA"
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m trainer.evaluate", description=__doc__)
+    add_flags(parser, EvaluateFlags)
+    return parser
+
+
+def run(flags: EvaluateFlags, *, env: dict) -> None:
+    """Evaluate and print the result as one JSON line (on the chief)."""
+    backend = backend_from_env(
+        requested=flags.distribution.backend,
+        env=env,
+        num_gpus=len(tf.config.list_physical_devices("GPU")),
+        port=flags.distribution.sagemaker_port,
     )
-    return Flags(**vars(parser.parse_args(argv)))
+    result = evaluate(
+        model_dir=flags.model_dir,
+        eval_data=manifest.load(flags.eval_manifest),
+        backend=backend,
+        global_batch_size=flags.global_batch_size,
+        max_batches=flags.max_batches,
+        xla=flags.xla,
+    )
+    if backend.is_chief:
+        print(json.dumps(result, sort_keys=True))
 
 
 def main(argv: list[str] | None = None) -> int:
-    flags = parse_flags(argv)
-    env = dict(os.environ)
-    try:
-        name = resolve_backend_name(
-            flags.backend, env=env, num_gpus=len(tf.config.list_physical_devices("GPU"))
-        )
-        backend = make_backend(name, cluster=cluster_from_env(env))
-        eval_data = manifest.load(flags.eval_manifest)
-        result = evaluate(
-            model_dir=flags.model_dir,
-            eval_data=eval_data,
-            backend=backend,
-            global_batch_size=flags.global_batch_size,
-            max_batches=flags.max_batches,
-            xla=flags.xla,
-        )
-    except (
-        BackendUnavailable,
-        manifest.ManifestError,
-        compat.CompatibilityError,
-        FileNotFoundError,
-        ValueError,
-    ) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if backend.is_chief:
-        print(json.dumps(result, sort_keys=True))
-    return 0
+    args = build_parser().parse_args(argv)
+    return cli.run_main(lambda: run(from_args(EvaluateFlags, args), env=dict(os.environ)))
 
 
 if __name__ == "__main__":

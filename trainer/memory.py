@@ -17,10 +17,11 @@ logits and their gradient take 10 s V more. float32 runs double the activation b
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 
+from common import cli
+from common.flags import ArgumentParser, add_flags, flag, from_args, require
 from trainer.model.config import PRESETS, GPTConfig, param_count
 
 GIB = 1 << 30
@@ -89,22 +90,34 @@ def table(*, vocab_size: int, seq_len: int, presets: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m trainer.memory",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+@dataclasses.dataclass(frozen=True)
+class MemoryFlags:
+    """Everything ``python -m trainer.memory`` accepts."""
+
+    vocab_size: int = flag(32768, help="the tokenizer's vocabulary")
+    seq_len: int = flag(2048, help="tokens per training sequence")
+    presets: tuple[str, ...] = flag(
+        ("125m", "350m", "760m", "1.3b", "2.7b", "6.7b", "13b"), help="model presets, one row each"
     )
-    parser.add_argument("--vocab_size", type=int, default=32768)
-    parser.add_argument("--seq_len", type=int, default=2048)
-    parser.add_argument("--presets", default="125m,350m,760m,1.3b,2.7b,6.7b,13b")
-    args = parser.parse_args(argv)
-    presets = args.presets.split(",")
-    unknown = sorted(set(presets) - set(PRESETS))
-    if unknown:
-        parser.error(f"--presets: unknown {unknown}; choose from {sorted(PRESETS)}")
-    print(table(vocab_size=args.vocab_size, seq_len=args.seq_len, presets=presets))
-    return 0
+
+    def __post_init__(self):
+        unknown = sorted(set(self.presets) - set(PRESETS))
+        require(not unknown, f"--presets: unknown {unknown}; choose from {sorted(PRESETS)}")
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m trainer.memory", description=__doc__)
+    add_flags(parser, MemoryFlags)
+    return parser
+
+
+def run(flags: MemoryFlags) -> None:
+    print(table(vocab_size=flags.vocab_size, seq_len=flags.seq_len, presets=list(flags.presets)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return cli.run_main(lambda: run(from_args(MemoryFlags, args)))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import dataclasses
 import json
 
 from common import storage
+from common.errors import InputError
 from trainer.config import TrainConfig
 from trainer.model.config import GPTConfig
 
@@ -58,11 +59,11 @@ def read(model_dir: str) -> RunRecord | None:
         try:
             doc = json.loads(handle.read().decode())
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(
+            raise InputError(
                 f"{path}: not valid JSON ({err}); restore it or use a new --model_dir"
             ) from err
     if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise ValueError(
+        raise InputError(
             f"{path}: format {doc.get('format')!r} version {doc.get('version')!r} is not "
             f"{FORMAT} version {VERSION}; use the trainer that wrote it or a new --model_dir"
         )

@@ -6,8 +6,8 @@ import io
 import pytest
 import zstandard
 
+from datagen.pile_files import pile_doc, write_jsonl_zst
 from pipeline import decode
-from tests.corpus_files import pile_doc, write_jsonl_zst
 
 
 def _lines(data: bytes, *, max_line_bytes=1 << 20, max_window_bytes=1 << 31):

@@ -9,9 +9,9 @@ import sysconfig
 import numpy as np
 import pytest
 
-from pipeline import run, verify
+from datagen.pile_files import pile_doc, write_jsonl_gz, write_jsonl_zst
+from pipeline import dataset_reader, run, verify
 from schemas import manifest
-from tests.corpus_files import pile_doc, write_jsonl_gz, write_jsonl_zst
 from tokenizer.encoder import load_model_bytes, processor_from_bytes
 
 TRICKY = [
@@ -96,7 +96,7 @@ def test_verify_deep_passes(train_split):
 def test_decoding_a_split_gives_back_every_document_in_order(train_split, corpus):
     dataset = manifest.load(str(train_split))
     sp = processor_from_bytes(load_model_bytes(dataset.tokenizer_path))
-    decoded = [sp.decode(ids.tolist()) for ids in verify.iter_documents(dataset)]
+    decoded = [sp.decode(ids.tolist()) for ids in dataset_reader.iter_documents(dataset)]
     assert decoded == corpus["texts"]
 
 
@@ -194,7 +194,7 @@ def test_complete_dataset_is_not_overwritten_by_accident(train_split, capsys):
 def test_token_ids_equal_the_plain_encoder(train_split, corpus):
     dataset = manifest.load(str(train_split))
     sp = processor_from_bytes(load_model_bytes(dataset.tokenizer_path))
-    written = [ids.tolist() for ids in verify.iter_documents(dataset)]
+    written = [ids.tolist() for ids in dataset_reader.iter_documents(dataset)]
     assert written == [sp.encode(text) for text in corpus["texts"]]
     assert os.path.getsize(dataset.tokenizer_path) == len(load_model_bytes(dataset.tokenizer_path))
     assert np.all(np.array([len(w) for w in written]) > 0)

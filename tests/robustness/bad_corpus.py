@@ -17,7 +17,7 @@ from typing import Callable
 
 import zstandard
 
-from tests.corpus_files import pile_doc, write_jsonl, write_jsonl_gz, write_jsonl_zst
+from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_gz, write_jsonl_zst
 from tests.robustness.helpers import text
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.corpus_files import pile_doc, write_jsonl_gz, write_jsonl_zst
+from datagen.pile_files import pile_doc, write_jsonl_gz, write_jsonl_zst
 from tests.robustness.helpers import SMALL, run_inprocess, text
 
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from pipeline import run, verify
+from pipeline import dataset_reader, run, verify
 from schemas import manifest as manifest_lib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def documents_by_file(out) -> dict[int, list[str]]:
     for index in sorted({shard["input_file"] for shard in dataset.shards}):
         doc = dict(dataset.doc, shards=[s for s in dataset.shards if s["input_file"] == index])
         subset = manifest_lib.Dataset(manifest_path=dataset.manifest_path, doc=doc)
-        result[index] = [sp.decode(ids.tolist()) for ids in verify.iter_documents(subset)]
+        result[index] = [sp.decode(ids.tolist()) for ids in dataset_reader.iter_documents(subset)]
     return result
 
 

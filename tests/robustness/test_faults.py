@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from pipeline import verify
 from common import storage
-from tests.corpus_files import pile_doc, write_jsonl_zst
+from datagen.pile_files import pile_doc, write_jsonl_zst
+from pipeline import verify
 from tests.robustness.helpers import (
     REPO,
     child_env,

@@ -14,8 +14,8 @@ import logging
 import pytest
 
 from common import storage
+from datagen.pile_files import pile_doc, write_jsonl_gz, write_jsonl_zst
 from tests.conftest import ACCESS_KEY, clear_s3fs_cache, s3_environment, use_s3_environment
-from tests.corpus_files import pile_doc, write_jsonl_gz, write_jsonl_zst
 from tests.robustness.conftest import good_docs
 from tests.robustness.fault_proxy import FaultProxy
 from tests.robustness.helpers import SMALL, comparable, load, python_module, run_inprocess

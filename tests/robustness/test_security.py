@@ -12,11 +12,11 @@ import zlib
 import pytest
 import zstandard
 
+from datagen.pile_files import pile_doc, write_jsonl_zst
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile
 from pipeline.read import Chunk, DeadLetter, read_file
 from schemas import manifest as manifest_lib
-from tests.corpus_files import pile_doc, write_jsonl_zst
 from tests.robustness.helpers import REPO, python_module, run_measured
 
 MIB = 1 << 20

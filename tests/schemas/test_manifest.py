@@ -10,6 +10,7 @@ from pipeline.manifest import Summary, build_manifest
 from pipeline.read import ReadStats
 from pipeline.write import ShardInfo
 from schemas import manifest
+from schemas.dataset_spec import DatasetSpec
 from schemas.records import RecordSpec
 
 SHA = "0" * 64
@@ -24,12 +25,10 @@ def _doc(tmp_path):
     stats.rejected["invalid_json"] += 1
     summary.add(stats)
     tokenizer = {"file": "tokenizer.model", "sha256": SHA, "vocab_size": 300,
-                 "token_dtype": "uint16", "special_ids": {"pad": 0, "eos": 1, "unk": 2, "bos": 3},
-                 "lossless": True}
+                 "special_ids": {"pad": 0, "eos": 1, "unk": 2, "bos": 3}, "lossless": True}
     config = PipelineConfig(input="in.jsonl.zst", output=str(tmp_path), split="train", seq_len=4)
-    return build_manifest(summary, config=config, tokenizer=tokenizer,
-                          features=RecordSpec(seq_len=4, token_dtype="uint16").to_manifest(),
-                          inputs=[])
+    return build_manifest(summary, config=config, spec=DatasetSpec(seq_len=4, vocab_size=300),
+                          tokenizer=tokenizer, inputs=[])
 
 
 def test_write_then_load(tmp_path):
@@ -92,3 +91,43 @@ def test_write_refuses_an_invalid_manifest(tmp_path):
         manifest.write(doc, directory=str(tmp_path))
     assert not (tmp_path / "manifest.json").exists()
     json.dumps(doc)  # still serializable: nothing exotic in a manifest
+
+
+def test_version_1_is_refused_naming_the_version_and_the_fix(tmp_path):
+    doc = _doc(tmp_path)
+    doc["version"] = 1
+    with pytest.raises(manifest.ManifestError, match="version 1 .*older pilepack.*rebuild"):
+        manifest.validate(doc, source="m.json")
+
+
+def test_each_fact_is_written_once(tmp_path):
+    doc = _doc(tmp_path)
+    assert doc["seq_len"] == 4 and doc["features"]["tokens"]["shape"] == [5]
+    assert "record_len" not in doc["packing"] and "stride" not in doc["packing"]
+    assert "token_dtype" not in doc["tokenizer"]
+    doc["packing"]["record_len"] = 5  # an old copy coming back is a schema error
+    with pytest.raises(manifest.ManifestError, match="packing"):
+        manifest.validate(doc, source="m.json")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["features"]["tokens"].update(shape=[9]), "features.tokens.shape is \\[9\\]"),
+    (lambda d: d["features"]["tokens"].update(dtype="int32"), "features.tokens.dtype is 'int32'"),
+    (lambda d: d["tokenizer"].update(vocab_size=70000), "features.tokens.dtype is 'uint16'"),
+    (lambda d: d["config"].update(seq_len=8), "config.seq_len is 8"),
+    (lambda d: d["config"].update(segment_ids=True), "config.segment_ids is True"),
+    (lambda d: d["packing"].update(last_record="drop"), "config.last_record is 'pad'"),
+])
+def test_copies_that_disagree_with_their_owner_are_refused(tmp_path, edit, message):
+    doc = _doc(tmp_path)
+    edit(doc)
+    with pytest.raises(manifest.ManifestError, match=message):
+        manifest.validate(doc, source="m.json")
+
+
+def test_dataset_spec_round_trips_through_the_manifest():
+    spec = DatasetSpec(seq_len=7, vocab_size=70000, with_segments=True, last_record="drop")
+    fields = spec.manifest_fields(chunk_bytes=1024)
+    doc = {**fields, "tokenizer": {"vocab_size": 70000}, "config": {"seq_len": 7}}
+    assert DatasetSpec.from_manifest(doc, source="m") == spec
+    assert spec.record == RecordSpec(seq_len=7, token_dtype="int32", with_segments=True)

@@ -4,8 +4,8 @@ import os
 import numpy as np
 import pytest
 
+from datagen.datasets import random_records, write_dataset
 from schemas import manifest
-from tests.trainer.datasets import random_records, write_dataset
 from trainer.compat import (
     CompatibilityError,
     check_model_fits,

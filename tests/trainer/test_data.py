@@ -5,9 +5,9 @@ import fsspec
 import numpy as np
 import pytest
 
+from datagen.datasets import random_records, shard_tagged_dataset, write_dataset
 from schemas import manifest
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS
-from tests.trainer.datasets import random_records, shard_tagged_dataset, write_dataset
 from trainer.data import make_dataset, plan_input, steps_per_epoch
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.trainer.datasets import learnable_dataset
+from datagen.datasets import learnable_dataset
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

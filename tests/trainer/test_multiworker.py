@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.trainer.datasets import shard_tagged_dataset
+from datagen.datasets import shard_tagged_dataset
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT_S = 240

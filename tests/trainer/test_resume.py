@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.trainer.datasets import learnable_dataset
+from datagen.datasets import learnable_dataset
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = 300

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.trainer.datasets import learnable_dataset
+from datagen.datasets import learnable_dataset
 from trainer import evaluate, train
 
 

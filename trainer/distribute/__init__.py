@@ -8,6 +8,7 @@ cluster description (the entry point reads the environment, never this package).
 from trainer.distribute.base import Backend, BackendUnavailable
 from trainer.distribute.resolve import (
     BACKENDS,
+    backend_from_env,
     cluster_from_env,
     make_backend,
     resolve_backend_name,
@@ -17,6 +18,7 @@ __all__ = [
     "BACKENDS",
     "Backend",
     "BackendUnavailable",
+    "backend_from_env",
     "cluster_from_env",
     "make_backend",
     "resolve_backend_name",

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import keras
 import tensorflow as tf
+
+from common.errors import PilepackError
 
 
 def dense(grads: Sequence) -> list:
@@ -16,8 +20,22 @@ def dense(grads: Sequence) -> list:
     return [tf.convert_to_tensor(g) for g in grads]
 
 
-class BackendUnavailable(RuntimeError):
+def tf_variables(variables: Sequence) -> list:
+    """Keras 3 variables wrap a tf.Variable; Horovod and smdistributed want the tf.Variable
+    (horovod/horovod#4290)."""
+    return [v.value if isinstance(v, keras.Variable) else v for v in variables]
+
+
+class BackendUnavailable(PilepackError, RuntimeError):
     """A backend's library is missing or cannot run here; the message names the fix."""
+
+
+def import_backend_library(module: str, *, fix: str):
+    """Import a backend's library (``horovod.tensorflow``, ...), or BackendUnavailable(``fix``)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:  # not installed, or built without TensorFlow
+        raise BackendUnavailable(f"{fix} (import failed: {err})") from err
 
 
 class Backend(abc.ABC):

@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import keras
 import tensorflow as tf
 
-from trainer.distribute.base import BackendUnavailable, dense
+from trainer.distribute.base import dense, import_backend_library, tf_variables
 from trainer.distribute.per_process import PerProcessBackend
 
 FIX = (
@@ -34,16 +33,7 @@ FIX = (
 
 def import_horovod():
     """``horovod.tensorflow``, or BackendUnavailable naming the fix."""
-    try:
-        import horovod.tensorflow as hvd
-    except ImportError as err:  # not installed, or built without TensorFlow
-        raise BackendUnavailable(f"{FIX} (import failed: {err})") from err
-    return hvd
-
-
-def _tf_variables(variables: Sequence) -> list:
-    """Keras 3 variables wrap a tf.Variable; Horovod wants the tf.Variable (horovod#4290)."""
-    return [v.value if isinstance(v, keras.Variable) else v for v in variables]
+    return import_backend_library("horovod.tensorflow", fix=FIX)
 
 
 class HorovodBackend(PerProcessBackend):
@@ -59,7 +49,7 @@ class HorovodBackend(PerProcessBackend):
 
     def gradients(self, tape: tf.GradientTape, loss: tf.Tensor, variables: Sequence) -> list:
         tape = self._hvd.DistributedGradientTape(tape, op=self._hvd.Sum, sparse_as_dense=True)
-        return dense(tape.gradient(loss, _tf_variables(variables)))
+        return dense(tape.gradient(loss, tf_variables(variables)))
 
     def broadcast_variables(self, variables: Sequence) -> None:
-        self._hvd.broadcast_variables(_tf_variables(variables), root_rank=0)
+        self._hvd.broadcast_variables(tf_variables(variables), root_rank=0)

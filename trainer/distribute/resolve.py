@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from common.errors import ConfigError
 from trainer.distribute import horovod, smddp, tf_strategy
 from trainer.distribute.base import Backend, BackendUnavailable
 
@@ -17,7 +18,7 @@ def resolve_backend_name(requested: str, *, env: Mapping[str, str], num_gpus: in
     horovodrun/mpirun, mirrored with several GPUs, else single. Other names pass through.
     smddp is never chosen automatically: name it."""
     if requested not in BACKENDS:
-        raise ValueError(f"--backend={requested!r}: choose one of {', '.join(BACKENDS)}")
+        raise ConfigError(f"--backend={requested!r}: choose one of {', '.join(BACKENDS)}")
     if requested != "auto":
         return requested
     if "TF_CONFIG" in env or len(_sagemaker_hosts(env)) > 1:
@@ -33,14 +34,16 @@ def _sagemaker_hosts(env: Mapping[str, str]) -> list[str]:
     try:
         hosts = json.loads(env["SM_HOSTS"])
     except json.JSONDecodeError as err:
-        raise ValueError(f"SM_HOSTS is not a JSON list of host names: {env['SM_HOSTS']!r}") from err
+        raise ConfigError(
+            f"SM_HOSTS is not a JSON list of host names: {env['SM_HOSTS']!r}"
+        ) from err
     return list(hosts)
 
 
 def tf_config_from_sagemaker(*, hosts: list[str], current_host: str, port: int) -> dict:
     """The TF_CONFIG SageMaker does not write for us: every host a worker, in SM_HOSTS order."""
     if current_host not in hosts:
-        raise ValueError(f"SM_CURRENT_HOST {current_host!r} is not in SM_HOSTS {hosts}")
+        raise ConfigError(f"SM_CURRENT_HOST {current_host!r} is not in SM_HOSTS {hosts}")
     return {
         "cluster": {"worker": [f"{host}:{port}" for host in hosts]},
         "task": {"type": "worker", "index": hosts.index(current_host)},
@@ -53,9 +56,11 @@ def cluster_from_env(env: Mapping[str, str], *, port: int = SAGEMAKER_PORT) -> d
         try:
             cluster = json.loads(env["TF_CONFIG"])
         except json.JSONDecodeError as err:
-            raise ValueError(f"TF_CONFIG is not valid JSON ({err}): {env['TF_CONFIG']!r}") from err
+            raise ConfigError(
+                f"TF_CONFIG is not valid JSON ({err}): {env['TF_CONFIG']!r}"
+            ) from err
         if not isinstance(cluster, dict) or "cluster" not in cluster or "task" not in cluster:
-            raise ValueError(f"TF_CONFIG needs 'cluster' and 'task' entries, got {cluster!r}")
+            raise ConfigError(f"TF_CONFIG needs 'cluster' and 'task' entries, got {cluster!r}")
         return cluster
     hosts = _sagemaker_hosts(env)
     if len(hosts) > 1:
@@ -82,4 +87,12 @@ def make_backend(name: str, *, cluster: dict | None = None) -> Backend:
         return horovod.HorovodBackend(hvd=horovod.import_horovod())
     if name == "smddp":
         return smddp.SmddpBackend(sdp=smddp.import_smddp())
-    raise ValueError(f"--backend={name!r}: choose one of {', '.join(BACKENDS)}")
+    raise ConfigError(f"--backend={name!r}: choose one of {', '.join(BACKENDS)}")
+
+
+def backend_from_env(
+    *, requested: str, env: Mapping[str, str], num_gpus: int, port: int = SAGEMAKER_PORT
+) -> Backend:
+    """``--backend`` resolved against the environment and built (what every command does)."""
+    name = resolve_backend_name(requested, env=env, num_gpus=num_gpus)
+    return make_backend(name, cluster=cluster_from_env(env, port=port))

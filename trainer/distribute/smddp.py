@@ -17,8 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainer.distribute.base import BackendUnavailable, dense
-from trainer.distribute.horovod import _tf_variables
+from trainer.distribute.base import dense, import_backend_library, tf_variables
 from trainer.distribute.per_process import PerProcessBackend
 
 FIX = (
@@ -31,11 +30,7 @@ FIX = (
 
 def import_smddp():
     """``smdistributed.dataparallel.tensorflow``, or BackendUnavailable naming the fix."""
-    try:
-        import smdistributed.dataparallel.tensorflow as sdp
-    except ImportError as err:
-        raise BackendUnavailable(f"{FIX} (import failed: {err})") from err
-    return sdp
+    return import_backend_library("smdistributed.dataparallel.tensorflow", fix=FIX)
 
 
 class SmddpBackend(PerProcessBackend):
@@ -52,8 +47,8 @@ class SmddpBackend(PerProcessBackend):
         return tf.nest.map_structure(lambda t: self._sdp.oob_allreduce(t) * size, value)
 
     def gradients(self, tape: tf.GradientTape, loss: tf.Tensor, variables: Sequence) -> list:
-        averaged = self._sdp.DistributedGradientTape(tape).gradient(loss, _tf_variables(variables))
+        averaged = self._sdp.DistributedGradientTape(tape).gradient(loss, tf_variables(variables))
         return [g * float(self.world_size) for g in dense(averaged)]
 
     def broadcast_variables(self, variables: Sequence) -> None:
-        self._sdp.broadcast_variables(_tf_variables(variables), root_rank=0)
+        self._sdp.broadcast_variables(tf_variables(variables), root_rank=0)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from common.errors import ConfigError
+
 # name -> (num_layers, num_heads, hidden_dim)
 PRESETS: dict[str, tuple[int, int, int]] = {
     "tiny": (2, 2, 64),  # for tests and CPU smoke runs
@@ -60,15 +62,15 @@ class GPTConfig:
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "num_layers", "num_heads", "hidden_dim"):
             if getattr(self, name) < 1:
-                raise ValueError(f"GPTConfig.{name} must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"GPTConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.hidden_dim % self.num_heads:
-            raise ValueError(
+            raise ConfigError(
                 f"hidden_dim {self.hidden_dim} is not divisible by num_heads {self.num_heads}"
             )
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.dtype_policy not in DTYPE_POLICIES:
-            raise ValueError(
+            raise ConfigError(
                 f"dtype_policy must be one of {DTYPE_POLICIES}, got {self.dtype_policy!r}"
             )
         if self.intermediate_dim == 0:
@@ -80,7 +82,9 @@ class GPTConfig:
     ) -> GPTConfig:
         """The preset's architecture with the data's vocabulary and context length."""
         if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)} (--preset)")
+            raise ConfigError(
+                f"unknown preset {name!r}; choose one of {sorted(PRESETS)} (--preset)"
+            )
         num_layers, num_heads, hidden_dim = PRESETS[name]
         return cls(
             vocab_size=vocab_size,
@@ -99,7 +103,7 @@ class GPTConfig:
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(doc) - known)
         if unknown:
-            raise ValueError(f"unknown GPTConfig fields {unknown} (saved by a newer trainer?)")
+            raise ConfigError(f"unknown GPTConfig fields {unknown} (saved by a newer trainer?)")
         return cls(**doc)
 
 

@@ -8,8 +8,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from datagen.datasets import learnable_dataset
 from schemas import manifest
-from tests.trainer.datasets import learnable_dataset
 from trainer import loop
 from trainer.config import TrainConfig
 from trainer.distribute.horovod import HorovodBackend

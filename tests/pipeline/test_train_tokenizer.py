@@ -1,9 +1,9 @@
-"""``python -m tokenizer.train``: stratified sample -> reproducible, lossless model."""
+"""``python -m pipeline.train_tokenizer``: stratified sample -> reproducible, lossless model."""
 
 import json
 
-from tests.corpus_files import pile_doc, write_jsonl_zst
-from tokenizer import train
+from datagen.pile_files import pile_doc, write_jsonl_zst
+from pipeline import train_tokenizer as train
 from tokenizer.encoder import check_lossless, load_model_bytes, processor_from_bytes
 
 

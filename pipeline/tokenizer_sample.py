@@ -23,9 +23,9 @@ import uuid
 
 import apache_beam as beam
 
+from common import storage
 from pipeline.config import ReadConfig
 from pipeline.read import iter_documents
-from common import storage
 
 
 def allocate_quotas(totals: dict[str, int], *, sample_bytes: int) -> dict[str, int]:

@@ -1,6 +1,6 @@
-"""tokenizer/sample.py: quota allocation, piece cutting, deterministic priorities."""
+"""pipeline/tokenizer_sample.py: quota allocation, piece cutting, deterministic priorities."""
 
-from tokenizer.sample import allocate_quotas, priority, split_pieces
+from pipeline.tokenizer_sample import allocate_quotas, priority, split_pieces
 
 
 def test_allocate_quotas_water_filling():

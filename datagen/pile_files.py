@@ -1,6 +1,6 @@
-"""Writers of Pile-format test inputs: JSON Lines, plain, gzip or zstd (many frame layouts).
+"""Writers of synthetic Pile-format files: JSON Lines, plain, gzip or zstd (many frame layouts).
 
-Tests build their inputs with these helpers instead of reading shared data, e.g.::
+Tests and benchmarks build their inputs with these helpers instead of reading a corpus, e.g.::
 
     path = write_jsonl_zst(tmp_path / "a.jsonl.zst", [pile_doc("hi"), '{"broken'], frames=2)
 
@@ -21,6 +21,7 @@ The zstd writer reproduces the layouts a reader must cope with:
   distance matching is left off: it does not change the header and costs ~130 MB per call.
 
 Frames are written in streaming mode, so (like the Pile's) headers carry no content size.
+``read_zst``, ``read_records`` and ``zst_frames`` read zstd files back the plain way, for checks.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ Record = Mapping | str | bytes
 PathLike = str | os.PathLike[str]
 
 SKIPPABLE_MAGIC = 0x184D2A50
-SKIPPABLE_PAYLOAD = b"pilepack test skippable frame"
+SKIPPABLE_PAYLOAD = b"pilepack test skippable frame"  # bytes a reader must never see
 LONG_WINDOW_LOG = 31
 
 
@@ -175,3 +176,30 @@ def skippable_frame(payload: bytes, *, magic_variant: int = 0) -> bytes:
     if not 0 <= magic_variant <= 15:
         raise ValueError(f"magic_variant must be in 0..15, got {magic_variant}.")
     return struct.pack("<II", SKIPPABLE_MAGIC + magic_variant, len(payload)) + payload
+
+
+# --- Reading back, for checks ------------------------------------------------------------------
+
+
+def read_zst(path: PathLike, **decompressor_kwargs) -> bytes:
+    """The decompressed content of every frame of a zstd file (``ZstdDecompressor`` kwargs)."""
+    with open(path, "rb") as f:
+        reader = zstandard.ZstdDecompressor(**decompressor_kwargs).stream_reader(
+            f, read_across_frames=True
+        )
+        return reader.read()
+
+
+def read_records(path: PathLike) -> list[dict]:
+    """The JSON records of a zstd JSON Lines file."""
+    return [json.loads(line) for line in read_zst(path).splitlines()]
+
+
+def zst_frames(data: bytes) -> list[bytes]:
+    """Decompressed content of each frame of ``data``, one decompressobj per frame."""
+    contents = []
+    while data:
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        contents.append(dobj.decompress(data))
+        data = dobj.unused_data
+    return contents

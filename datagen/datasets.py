@@ -1,4 +1,10 @@
-"""Tiny pilepack datasets for the trainer tests, written with the schema's own writers."""
+"""Small synthetic pilepack datasets (manifest + TFRecord shards) for tests and benchmarks.
+
+Written with the schema's own writers (``schemas.dataset_spec``, ``schemas.records``,
+``schemas.manifest``), so a dataset here is what the pipeline would have written for the same
+records: ``write_dataset`` takes any records, ``learnable_dataset`` makes counting sequences a
+tiny model learns in tens of steps, ``shard_tagged_dataset`` makes every token name its shard.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +15,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from schemas import manifest
-from schemas.records import (
-    POSITIONS,
-    SEGMENT_IDS,
-    TOKENS,
-    RecordSpec,
-    frame_tfrecord,
-    serialize_example,
-)
+from schemas.dataset_spec import DatasetSpec
+from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, frame_tfrecord, serialize_example
 
 PAD, EOS = 0, 1
 TOKENIZER_BYTES = b"not a real sentencepiece model, only its bytes are hashed"
@@ -59,7 +59,8 @@ def write_dataset(
     Records are streamed to disk, so a benchmark can write large shards. Returns the manifest.
     """
     os.makedirs(directory, exist_ok=True)
-    spec = RecordSpec(seq_len=seq_len, token_dtype="uint16", with_segments=with_segments)
+    dataset_spec = DatasetSpec(seq_len=seq_len, vocab_size=vocab_size, with_segments=with_segments)
+    spec = dataset_spec.record
     entries = []
     for index, records in enumerate(shards):
         name = f"{split}-{index:05d}-of-{len(shards):05d}.tfrecord"
@@ -89,27 +90,20 @@ def write_dataset(
         )
     with open(os.path.join(directory, "tokenizer.model"), "wb") as handle:
         handle.write(tokenizer_bytes)
+    layout = dataset_spec.manifest_fields(chunk_bytes=1 << 20)
+    layout["packing"]["leading_eos"] = False  # random records, not packed documents
     doc = {
         "format": manifest.FORMAT,
         "version": manifest.VERSION,
         "split": split,
         "created": "2024-01-01T00:00:00Z",
-        "seq_len": seq_len,
+        **layout,
         "tokenizer": {
             "file": "tokenizer.model",
             "sha256": hashlib.sha256(tokenizer_bytes).hexdigest(),
             "vocab_size": vocab_size,
-            "token_dtype": "uint16",
             "special_ids": {"pad": PAD, "eos": EOS, "unk": 2, "bos": 3},
             "lossless": True,
-        },
-        "features": spec.to_manifest(),
-        "packing": {
-            "record_len": seq_len + 1,
-            "stride": seq_len,
-            "leading_eos": False,
-            "last_record": "pad",
-            "chunk_bytes": 1 << 20,
         },
         "shards": entries,
         "totals": {

@@ -1,0 +1,67 @@
+"""Apache Beam's flags: which ones exist (to refuse typos) and what they say (the runner).
+
+Beam itself only warns "Discarding unparseable args" and runs on with its defaults, so a
+mistyped ``--seq_length`` would cost a whole cluster run. Every flag that neither pilepack nor
+one of Beam's ``PipelineOptions`` classes defines is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DIRECT_RUNNERS = ("DirectRunner", "direct", "BundleBasedDirectRunner", "SwitchingDirectRunner")
+
+
+def _options_classes() -> list[type]:
+    from apache_beam.options import pipeline_options
+
+    found, todo = [], list(pipeline_options.PipelineOptions.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls not in found:
+            found.append(cls)
+            todo.extend(cls.__subclasses__())
+    return found
+
+
+def beam_parser() -> argparse.ArgumentParser:
+    """An argparse parser holding every flag of every Beam ``PipelineOptions`` class."""
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    seen: set[str] = set()
+    for cls in _options_classes():
+        probe = argparse.ArgumentParser(allow_abbrev=False, add_help=False,
+                                        conflict_handler="resolve")
+        try:
+            cls._add_argparse_args(probe)  # Beam's own registration hook
+        except (argparse.ArgumentError, TypeError):
+            continue
+        for action in probe._actions:
+            names = [name for name in action.option_strings if name not in seen]
+            if names:
+                seen.update(names)
+                parser._add_action(action)
+    return parser
+
+
+def beam_flag_names() -> list[str]:
+    return [name for action in beam_parser()._actions for name in action.option_strings]
+
+
+def unknown_beam_args(beam_args: list[str]) -> list[str]:
+    """The arguments of ``beam_args`` that no Beam options class knows."""
+    _, unknown = beam_parser().parse_known_args(beam_args)
+    return unknown
+
+
+def runner_name(beam_args: list[str]) -> str:
+    """The ``--runner`` Beam will use, read through Beam's own options (default: direct)."""
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+    runner = PipelineOptions(beam_args).view_as(StandardOptions).runner
+    if runner is None:
+        return "DirectRunner"
+    return runner if isinstance(runner, str) else type(runner).__name__
+
+
+def is_direct_runner(beam_args: list[str]) -> bool:
+    return runner_name(beam_args) in DIRECT_RUNNERS

@@ -1,0 +1,65 @@
+"""Read a written split back: parsed record batches, and every document's token ids.
+
+The reader side of ``pipeline/pack.py`` for tools (``pipeline.roundtrip``, ``pipeline.verify
+--deep``, benchmarks); the trainer has its own ``tf.data`` reader (``trainer/data.py``).
+Records are parsed by TensorFlow from the manifest's record spec (imported lazily).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from common import storage
+from schemas import manifest as manifest_lib
+from schemas.records import iter_tfrecord_frames
+from common.errors import DataError
+
+
+def parse_payloads(payloads: list[bytes], spec) -> dict[str, np.ndarray]:
+    """Serialized records -> numpy arrays [N, seq_len + 1], with TensorFlow and the spec."""
+    import tensorflow as tf
+
+    from schemas.records_tf import parse_records
+
+    parsed = parse_records(tf.constant(payloads, dtype=tf.string), spec)
+    return {name: value.numpy() for name, value in parsed.items()}
+
+
+def iter_record_batches(dataset: manifest_lib.Dataset, path: str, *, batch: int = 512):
+    """Parsed records of one shard as numpy arrays (read through fsspec, parsed by TF)."""
+    spec = dataset.record_spec
+    fs, stripped = storage.filesystem(path)
+    payloads = []
+    with fs.open(stripped, "rb") as handle:
+        for payload in iter_tfrecord_frames(handle):
+            payloads.append(payload)
+            if len(payloads) == batch:
+                yield parse_payloads(payloads, spec)
+                payloads = []
+    if payloads:
+        yield parse_payloads(payloads, spec)
+
+
+def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:
+    """Token ids of every document of a split, in order (the inverse of ``pipeline.pack``).
+
+    Each record's first token repeats the previous record's last one (or is a chunk's leading
+    EOS), so it is dropped; padding is dropped; the rest is ``d1 EOS d2 EOS ...``.
+    """
+    pad = dataset.tokenizer["special_ids"]["pad"]
+    eos = dataset.tokenizer["special_ids"]["eos"]
+    carry = np.zeros(0, dtype=np.int32)  # a document continued from the previous batch
+    for path in dataset.shard_paths():
+        for arrays in iter_record_batches(dataset, path):
+            body = arrays["tokens"][:, 1:]
+            stream = np.concatenate([carry, body[body != pad]])
+            start = 0
+            for end in np.flatnonzero(stream == eos):
+                yield stream[start:end]
+                start = end + 1
+            carry = stream[start:]
+    if len(carry):
+        raise DataError(f"{dataset.manifest_path}: the split ends inside a document "
+                         "(written with --last_record=drop?)")

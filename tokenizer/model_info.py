@@ -1,0 +1,53 @@
+"""A model's identity and the facts a dataset records about it (no Beam, no TensorFlow)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from tokenizer.spec import MODEL_FILENAME
+
+
+def fingerprint(model_bytes: bytes) -> str:
+    """SHA-256 hex digest of a serialized model: the tokenizer's identity in manifests."""
+    return hashlib.sha256(model_bytes).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo:
+    """What the manifest's ``tokenizer`` block says about a model (``describe`` builds it)."""
+
+    path: str
+    sha256: str
+    vocab_size: int
+    pad_id: int
+    eos_id: int
+    unk_id: int
+    bos_id: int
+    lossless: bool
+    trained: dict | None = None
+
+    def manifest_entry(self) -> dict:
+        return {
+            "file": MODEL_FILENAME,
+            "sha256": self.sha256,
+            "vocab_size": self.vocab_size,
+            "special_ids": {"pad": self.pad_id, "eos": self.eos_id, "unk": self.unk_id,
+                            "bos": self.bos_id},
+            "lossless": self.lossless,
+            "trained": self.trained,
+        }
+
+
+def describe(path: str, *, trained: dict | None = None,
+             model: bytes | None = None) -> ModelInfo:
+    """Facts about the model at ``path`` (``model``: its bytes, when already read)."""
+    from tokenizer.encoder import check_lossless, load_model_bytes, processor_from_bytes
+
+    model = load_model_bytes(path) if model is None else model
+    sp = processor_from_bytes(model)
+    return ModelInfo(
+        path=path, sha256=fingerprint(model), vocab_size=sp.get_piece_size(),
+        pad_id=sp.pad_id(), eos_id=sp.eos_id(), unk_id=sp.unk_id(), bos_id=sp.bos_id(),
+        lossless=check_lossless(sp), trained=trained,
+    )
