@@ -12,7 +12,7 @@ than this pipeline; network file systems may not be).
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -23,9 +23,20 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from common.flags import ArgumentParser, add_flags, flag, from_args
 from datagen.datasets import write_dataset
 from schemas import manifest
 from trainer.data import make_dataset, plan_input
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    manifest: str = flag("", help="an existing dataset's manifest; empty: a synthetic dataset")
+    seq_len: int = flag(2048, help="tokens per sequence of the synthetic dataset")
+    records: int = flag(40_000, help="records of the synthetic dataset")
+    shards: int = flag(8, help="shards of the synthetic dataset")
+    batch: int = flag(32, help="records per batch")
+    seconds: float = flag(10.0, help="timed seconds per measurement, after one warm-up pass")
 
 
 def synthetic_dataset(
@@ -67,19 +78,12 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--manifest", default=None, help="an existing dataset; default: synthetic")
-    parser.add_argument("--seq_len", type=int, default=2048)
-    parser.add_argument("--records", type=int, default=40_000)
-    parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=32, help="records per batch")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    args = parser.parse_args(argv)
+    parser = ArgumentParser(prog="python -m bench.input_bench", description=__doc__)
+    add_flags(parser, Options)
+    options = from_args(Options, parser.parse_args(argv))
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.manifest or synthetic_dataset(
-            tmp, records=args.records, seq_len=args.seq_len, shards=args.shards
+        path = options.manifest or synthetic_dataset(
+            tmp, records=options.records, seq_len=options.seq_len, shards=options.shards
         )
         data = manifest.load(path)
         cores = os.cpu_count() or 1
@@ -88,10 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             for threads in sorted({1, cores}):
                 rate = measure(
                     data=data,
-                    batch=args.batch,
+                    batch=options.batch,
                     threads=threads,
                     shuffle=shuffle,
-                    seconds=args.seconds,
+                    seconds=options.seconds,
                 )
                 results[f"shuffle={shuffle} threads={threads}"] = {
                     "tokens_per_s": round(rate),
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "seq_len": data.seq_len,
-                "batch": args.batch,
+                "batch": options.batch,
                 "cores": cores,
                 "machine": platform.processor() or platform.machine(),
                 "tensorflow": tf.__version__,

@@ -1,6 +1,6 @@
 """Record encodings side by side: raw uint16 bytes (ours) vs int64_list, size and read speed.
 
-    python bench/record_format_bench.py [--records 4000] [--seq_len 2048] [--vocab 32000]
+    python -m bench.record_format_bench [--records=4000] [--seq_len=2048] [--vocab=32000]
 
 Writes the same random-but-Zipfian token records both ways, then reads each file back through
 tf.data (TFRecordDataset -> batch 64 -> parse -> decode) on one thread, interleaving the two
@@ -9,20 +9,32 @@ readers A, B, A, B, ... and reporting bytes per token and tokens/s (median of th
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import os
 import statistics
 import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from common.flags import ArgumentParser, add_flags, flag, from_args  # noqa: E402
 from schemas.records import RecordSpec, frame_tfrecord, serialize_example  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    records: int = flag(4000, help="records written and read back")
+    seq_len: int = flag(2048, help="tokens per sequence (records hold seq_len + 1)")
+    vocab: int = flag(32000, help="vocabulary of the Zipfian ids")
+    reps: int = flag(5, help="interleaved repetitions of each reader")
+    manifest: str = flag(
+        "", help="take real records from this dataset instead of Zipfian ids (its seq_len and "
+        "vocabulary replace --seq_len and --vocab)"
+    )
 
 
 def _tokens(records: int, width: int, vocab: int) -> np.ndarray:
@@ -81,32 +93,28 @@ def _time(dataset) -> float:
     return time.perf_counter() - started
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=4000)
-    parser.add_argument("--seq_len", type=int, default=2048)
-    parser.add_argument("--vocab", type=int, default=32000)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--manifest", default=None,
-                        help="take real records from this dataset instead of Zipfian ids")
-    args = parser.parse_args()
-    if args.manifest:
-        tokens = _real_tokens(args.manifest, args.records)
-        args.seq_len, args.vocab = tokens.shape[1] - 1, int(tokens.max()) + 1
-    spec = RecordSpec(seq_len=args.seq_len, token_dtype="uint16")
-    if not args.manifest:
-        tokens = _tokens(args.records, spec.record_len, args.vocab)
+def main(argv: list[str] | None = None) -> int:
+    parser = ArgumentParser(prog="python -m bench.record_format_bench", description=__doc__)
+    add_flags(parser, Options)
+    options = from_args(Options, parser.parse_args(argv))
+    seq_len, vocab = options.seq_len, options.vocab
+    if options.manifest:
+        tokens = _real_tokens(options.manifest, options.records)
+        seq_len, vocab = tokens.shape[1] - 1, int(tokens.max()) + 1
+    spec = RecordSpec(seq_len=seq_len, token_dtype="uint16")
+    if not options.manifest:
+        tokens = _tokens(options.records, spec.record_len, vocab)
     n_tokens = tokens.size
     with tempfile.TemporaryDirectory() as tmp:
         raw, i64 = os.path.join(tmp, "raw.tfrecord"), os.path.join(tmp, "i64.tfrecord")
         write_raw(raw, tokens, spec)
         write_int64(i64, tokens)
         times = {"raw": [], "int64": []}
-        for _ in range(args.reps):
+        for _ in range(options.reps):
             times["raw"].append(_time(read_raw(raw, spec)))
             times["int64"].append(_time(read_int64(i64, spec)))
-        print(f"{args.records} records x {spec.record_len} tokens, vocab {args.vocab}, "
-              f"1 tf.data thread, {args.reps} interleaved reps")
+        print(f"{options.records} records x {spec.record_len} tokens, vocab {vocab}, "
+              f"1 tf.data thread, {options.reps} interleaved reps")
         print("| encoding | bytes/token | tokens/s (1 core) |")
         print("|---|---:|---:|")
         for name, path in (("raw uint16 bytes (ours)", raw), ("int64_list", i64)):
@@ -115,7 +123,8 @@ def main():
                   f"{n_tokens / statistics.median(times[key]):,.0f} |")
         ratio = statistics.median(i / r for r, i in zip(times["raw"], times["int64"]))
         print(f"read speed ratio raw/int64: {ratio:.1f}x")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

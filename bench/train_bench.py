@@ -12,7 +12,7 @@ shape of the dev-corpus run in BENCHMARKS.md).
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -24,11 +24,23 @@ import keras
 import tensorflow as tf
 
 from bench.input_bench import synthetic_dataset
+from common.flags import ArgumentParser, add_flags, flag, from_args
 from schemas import manifest
 from trainer import loop
 from trainer.config import TrainConfig
 from trainer.distribute import make_backend
 from trainer.model import GPTConfig, param_count
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    manifest: str = flag("", help="a dataset's manifest; empty: a synthetic dataset")
+    preset: str = flag("tiny", help="model preset (trainer.model)")
+    global_batch_size: int = flag(16, help="sequences per step, all replicas together")
+    warmup: int = flag(10, help="untimed steps first (compilation included)")
+    steps: int = flag(40, help="timed steps")
+    bf16: bool = flag(False, help="also run bf16 + XLA (GPUs)")
+    peak_tflops: float = flag(0.0, help="device peak TFLOP/s, for MFU; 0: no MFU")
 
 
 def flops_per_token(config: GPTConfig) -> float:
@@ -75,43 +87,35 @@ def run_variant(*, data, backend, preset, batch, warmup, steps, xla, bf16, work_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--manifest", default=None, help="a dataset; default: synthetic")
-    parser.add_argument("--preset", default="tiny")
-    parser.add_argument("--global_batch_size", type=int, default=16)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--bf16", action="store_true", help="also run bf16 + XLA (GPUs)")
-    parser.add_argument("--peak_tflops", type=float, default=0.0, help="device peak, for MFU")
-    args = parser.parse_args(argv)
+    parser = ArgumentParser(prog="python -m bench.train_bench", description=__doc__)
+    add_flags(parser, Options)
+    options = from_args(Options, parser.parse_args(argv))
     logging.basicConfig(level=logging.WARNING)
     backend = make_backend("single")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.manifest
-        if path is None:
+        path = options.manifest
+        if not path:
             os.makedirs(os.path.join(tmp, "data"))
             path = synthetic_dataset(
                 os.path.join(tmp, "data"), records=4000, seq_len=256, shards=2, vocab_size=8192
             )
         data = manifest.load(path)
-        variants = [(False, False), (True, False)] + ([(True, True)] if args.bf16 else [])
+        variants = [(False, False), (True, False)] + ([(True, True)] if options.bf16 else [])
         for index, (xla, bf16) in enumerate(variants):
             row = run_variant(
                 data=data,
                 backend=backend,
-                preset=args.preset,
-                batch=args.global_batch_size,
-                warmup=args.warmup,
-                steps=args.steps,
+                preset=options.preset,
+                batch=options.global_batch_size,
+                warmup=options.warmup,
+                steps=options.steps,
                 xla=xla,
                 bf16=bf16,
                 work_dir=os.path.join(tmp, f"run{index}"),
             )
-            if args.peak_tflops:
-                row["mfu"] = round(row["model_tflops_per_s"] / args.peak_tflops, 4)
+            if options.peak_tflops:
+                row["mfu"] = round(row["model_tflops_per_s"] / options.peak_tflops, 4)
             rows.append(row)
     print(
         json.dumps(
@@ -121,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 )[0].name,
                 "cpus": os.cpu_count(),
                 "machine": platform.processor() or platform.machine(),
-                "global_batch_size": args.global_batch_size,
+                "global_batch_size": options.global_batch_size,
                 "seq_len": data.seq_len,
                 "results": rows,
             },

@@ -48,17 +48,15 @@ def _strip_beam_suffix(message: str) -> str:
 
 def find_error(err: BaseException | None) -> PilepackError | None:
     """The PilepackError behind ``err`` (itself, chained, or named in a remote traceback)."""
+    chain = []
     seen = err
-    while seen is not None:
-        if isinstance(seen, PilepackError):
-            return type(seen)(_strip_beam_suffix(str(seen)))
+    while seen is not None and all(seen is not other for other in chain):  # chains can loop
+        chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    text = ""
-    seen = err
-    while seen is not None:
-        text += "\n" + str(seen)
-        seen = seen.__cause__ or seen.__context__
-    return error_from_text(text)
+    for link in chain:
+        if isinstance(link, PilepackError):
+            return type(link)(_strip_beam_suffix(str(link)))
+    return error_from_text("\n".join(str(link) for link in chain))
 
 
 def error_from_text(text: str) -> PilepackError | None:

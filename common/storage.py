@@ -22,9 +22,12 @@ def filesystem(path: str):
     return fs, stripped
 
 
+def _protocol(fs) -> str:
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
 def is_object_store(fs) -> bool:
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return protocol in ("s3", "s3a", "gs", "gcs", "az", "abfs", "memory")
+    return _protocol(fs) in ("s3", "s3a", "gs", "gcs", "az", "abfs", "memory")
 
 
 def join(base: str, *parts: str) -> str:
@@ -62,6 +65,9 @@ def atomic_open(path: str, mode: str = "wb"):
                 handle.discard()
             with contextlib.suppress(Exception):
                 handle.closed = True
+            if _protocol(fs) == "memory":  # it stores a file when opened: remove the partial one
+                with contextlib.suppress(Exception):
+                    fs.rm(stripped)
             raise
         handle.close()
         return

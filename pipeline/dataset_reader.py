@@ -12,9 +12,9 @@ from typing import Iterator
 import numpy as np
 
 from common import storage
+from common.errors import DataError
 from schemas import manifest as manifest_lib
 from schemas.records import iter_tfrecord_frames
-from common.errors import DataError
 
 
 def parse_payloads(payloads: list[bytes], spec) -> dict[str, np.ndarray]:

@@ -17,7 +17,7 @@ SUFFIXES = (".jsonl.zst", ".jsonl.zstd", ".jsonl", ".jsonl.gz", ".json.zst", ".j
 @dataclasses.dataclass(frozen=True)
 class InputFile:
     index: int
-    path: str  # as the user gave it: a local path or a URL with its scheme
+    path: str  # an absolute local path, or a URL with its scheme
     bytes: int
 
 
@@ -53,7 +53,8 @@ def expand_inputs(spec: str) -> list[InputFile]:
             for info in listed:
                 found[_with_scheme(item, info["name"])] = int(info.get("size") or 0)
         elif fs.exists(stripped):
-            found[item] = int(fs.size(stripped) or 0)
+            # Spelled like glob and directory matches, so a file named twice is read once.
+            found[_with_scheme(item, stripped)] = int(fs.size(stripped) or 0)
         else:
             raise InputError(f"--input {item!r} does not exist (no such file, directory or glob)")
     return [InputFile(index=i, path=p, bytes=found[p]) for i, p in enumerate(sorted(found))]

@@ -10,13 +10,20 @@ are deterministic, so the rerun rewrites them identically.
 from __future__ import annotations
 
 import logging
+import re
 
 from common import storage
-from schemas.manifest import MANIFEST_NAME
 from common.errors import ConfigError
+from schemas.manifest import MANIFEST_NAME
 
 log = logging.getLogger(__name__)
-LEFTOVER_SUFFIXES = (".tfrecord", ".jsonl")
+# Only names this pipeline writes are leftovers: the user's own files under --output (an input
+# corpus, notes) are never touched. Paths are relative to --output.
+LEFTOVER = re.compile(
+    r"^(?:[A-Za-z0-9_.-]+-\d{5}-\d{5}\.tfrecord"  # shards (pipeline.write.shard_name)
+    r"|dead_letters/[A-Za-z0-9_.-]+-\d{5}\.jsonl"  # pipeline.dead_letters.dead_letter_path
+    r"|(?:dead_letters/)?" + re.escape(storage.TMP_MARKER) + r"[^/]*)$"
+)
 
 
 def prepare(output: str, *, overwrite: bool) -> None:
@@ -33,10 +40,7 @@ def prepare(output: str, *, overwrite: bool) -> None:
     if not fs.exists(root):
         fs.makedirs(root, exist_ok=True)
         return
-    stale = [
-        path for path in fs.find(root)
-        if storage.TMP_MARKER in path.rsplit("/", 1)[-1] or path.endswith(LEFTOVER_SUFFIXES)
-    ]
+    stale = [path for path in fs.find(root) if LEFTOVER.match(path[len(root) + 1:])]
     if stale:
         log.info("removing %d leftover file(s) of an interrupted run in %s", len(stale), output)
         fs.rm(stale)

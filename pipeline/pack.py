@@ -35,8 +35,8 @@ from typing import Sequence
 import apache_beam as beam
 import numpy as np
 
-from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec
 from common.errors import DataError
+from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec
 
 
 @dataclasses.dataclass(frozen=True)

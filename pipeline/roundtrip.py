@@ -14,9 +14,9 @@ import sys
 from common import cli
 from common.flags import ArgumentParser
 from pipeline.config import ReadConfig
+from pipeline.dataset_reader import iter_documents as iter_written_documents
 from pipeline.inputs import InputFile
 from pipeline.read import iter_documents
-from pipeline.dataset_reader import iter_documents as iter_written_documents
 from schemas import manifest as manifest_lib
 from tokenizer.spec import SPACE_SYMBOL
 

@@ -43,7 +43,7 @@ def pile_line(*, text: str, subset: str) -> bytes:
 
 @dataclasses.dataclass(frozen=True)
 class SampleFiles:
-    """What :func:`pipeline.sample_build.build_sample` wrote. File names are relative to ``out_dir``.
+    """What ``pipeline.sample_build`` wrote. File names are relative to ``out_dir``.
 
     Attributes:
         out_dir: Directory holding the files.

@@ -141,15 +141,15 @@ class Dataset:
         name = self.tokenizer["file"]
         fs, path = storage.filesystem(self.tokenizer_path)
         if not fs.exists(path):
-            return f"tokenizer file {name} is missing (copy the whole dataset directory)"
+            return f"{name}: missing (the tokenizer file is missing: copy the whole dataset)"
         digest = hashlib.sha256()
         with fs.open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
         if digest.hexdigest() != self.tokenizer["sha256"]:
-            return (f"tokenizer file {name} has sha256 {digest.hexdigest()}, the manifest says "
-                    f"{self.tokenizer['sha256']} (corrupt or replaced tokenizer; rebuild or "
-                    "recopy the dataset)")
+            return (f"{name}: sha256 does not match the manifest: the file has sha256 "
+                    f"{digest.hexdigest()}, the manifest says {self.tokenizer['sha256']} "
+                    "(corrupt or replaced tokenizer; rebuild or recopy the dataset)")
         return None
 
 

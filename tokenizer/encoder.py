@@ -18,7 +18,6 @@ import numpy as np
 import sentencepiece as spm
 
 from common.errors import ConfigError
-
 from tokenizer.boundaries import BoundaryRules, boundary_rules, word_pattern
 from tokenizer.id_store import TOKEN_DTYPE, IdStore
 from tokenizer.model_proto import read_model_facts

@@ -97,8 +97,6 @@ def test_memory_object_is_complete_after_success(memory_url):
     assert fs.cat(storage.filesystem(url)[1]) == b"all of it"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the memory filesystem commits a file when it is "
-                   "opened, so the partial object stays visible after the error")
 def test_memory_error_leaves_no_object(memory_url):
     fs, url = memory_url
     with pytest.raises(Boom), storage.atomic_open(url) as handle:

@@ -71,8 +71,6 @@ def test_unusable_items_are_refused_by_name(corpus, item, fragment):
     assert repr(bad) in str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: entries are deduplicated by spelling; a glob or "
-                   "directory gives absolute paths, a plain file keeps the user's relative one")
 def test_a_file_named_twice_in_different_forms_is_read_once(corpus, monkeypatch):
     monkeypatch.chdir(corpus)
     files = expand_inputs("b.jsonl,*.jsonl")

@@ -64,3 +64,16 @@ def test_fsspec_url():
         assert [p.rsplit("/", 1)[1] for p in fs.find(root)] == ["notes.txt"]
     finally:
         fs.rm(root, recursive=True)
+
+
+def test_files_the_pipeline_did_not_write_are_kept(tmp_path):
+    # An input corpus (or anything else) under --output is never a "leftover".
+    for name in ("corpus/00.jsonl", "corpus/deep/keep.jsonl", "notes.jsonl",
+                 "deep/train-00000-00000.tfrecord", "train-00000-00000.tfrecord",
+                 "dead_letters/train-00000.jsonl"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    prepare(str(tmp_path), overwrite=False)
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == ["corpus/00.jsonl", "corpus/deep/keep.jsonl", "deep/train-00000-00000.tfrecord",
+                    "notes.jsonl"]

@@ -1,4 +1,4 @@
-"""Generated equivalents of every kind of damage in the shared ``corpus/bad`` files.
+"""Generated equivalents of every kind of damage in a set of real damaged Pile-format files.
 
 Each ``Case`` writes one file and says what the pipeline must do with it: the texts written (in
 order), the dead letters ``(line, reason)``, the filtered lines by reason. Expectations for the
@@ -24,7 +24,7 @@ from tests.robustness.helpers import text
 @dataclasses.dataclass
 class Case:
     name: str  # file name in the corpus directory
-    kind: str  # the damage, as in corpus/bad/README.txt
+    kind: str  # the damage, as listed in docs/robustness.md
     write: Callable[[pathlib.Path], None]
     written: list[str] = dataclasses.field(default_factory=list)
     letters: list[tuple[int, str]] = dataclasses.field(default_factory=list)
