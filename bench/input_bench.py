@@ -42,7 +42,7 @@ class Options:
 def synthetic_dataset(
     directory: str, *, records: int, seq_len: int, shards: int, vocab_size: int = 32768
 ) -> str:
-    """``records`` random uint16 records in ``shards`` shards (the tests' dataset writer)."""
+    """``records`` random uint16 records in ``shards`` shards (datagen.datasets)."""
     rng = np.random.default_rng(0)
 
     def shard():

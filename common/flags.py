@@ -127,6 +127,17 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(**kwargs)
 
     def parse_args(self, args=None, namespace=None):
+        # Unknown flags first: a typo of a required flag ("--step=10") should be named as a
+        # typo, not reported as the required flag missing.
+        import sys
+
+        given = sys.argv[1:] if args is None else list(args)
+        known_names = flag_names(self)
+        typos = [arg for arg in given if arg.startswith("--") and arg != "--"
+                 and arg.split("=", 1)[0] not in known_names]
+        message = unknown_flags_message(typos, known_names)
+        if message:
+            self.error(message)
         known, unknown = self.parse_known_args(args, namespace)
         message = unknown_flags_message(unknown, flag_names(self))
         if message:
@@ -145,7 +156,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if action.default in (None, "", (), False, argparse.SUPPRESS) or "%(default)" in text:
+        empty = action.default is None or action.default is False or action.default in ("", ())
+        if empty or action.default is argparse.SUPPRESS or "%(default)" in text:
             return text
         return text + " (default: %(default)s)"
 

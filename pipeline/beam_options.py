@@ -26,7 +26,7 @@ def _options_classes() -> list[type]:
 
 def beam_parser() -> argparse.ArgumentParser:
     """An argparse parser holding every flag of every Beam ``PipelineOptions`` class."""
-    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False, exit_on_error=False)
     seen: set[str] = set()
     for cls in _options_classes():
         probe = argparse.ArgumentParser(allow_abbrev=False, add_help=False,
@@ -48,9 +48,22 @@ def beam_flag_names() -> list[str]:
 
 
 def unknown_beam_args(beam_args: list[str]) -> list[str]:
-    """The arguments of ``beam_args`` that no Beam options class knows."""
+    """The arguments of ``beam_args`` that no Beam options class knows.
+
+    Raises:
+      argparse.ArgumentError: a Beam flag with a bad value (e.g. ``--direct_num_workers=abc``).
+    """
     _, unknown = beam_parser().parse_known_args(beam_args)
     return unknown
+
+
+def refuse_unknown_args(parser, beam_args: list[str]) -> None:
+    """Exit 2 through ``parser`` (one usage, one line) for an unknown or malformed Beam flag."""
+    try:
+        unknown = unknown_beam_args(beam_args)
+    except argparse.ArgumentError as err:
+        parser.error(f"Apache Beam flag {err}")
+    parser.refuse_unknown(unknown, also_known=beam_flag_names())
 
 
 def runner_name(beam_args: list[str]) -> str:

@@ -124,10 +124,12 @@ class PipelineConfig:
     read: ReadConfig = dataclasses.field(default_factory=ReadConfig)
 
     def __post_init__(self):
+        derived = ""
         if not self.split and self.output:
             # Frozen: the derived default is set once, here, so every reader sees the same name.
             name = os.path.basename(self.output.rstrip("/")) or "train"
             object.__setattr__(self, "split", name)
+            derived = " (taken from --output's name; pass --split=NAME)"
         require(self.seq_len >= 1, f"--seq_len must be >= 1, got {self.seq_len}")
         require(self.last_record in ("pad", "drop"),
                 f"--last_record must be pad or drop, got {self.last_record!r}")
@@ -137,7 +139,7 @@ class PipelineConfig:
                 f"--encode_processes must be >= 0 (0 = auto), got {self.encode_processes}")
         require(not self.split
                 or self.split.replace("_", "").replace("-", "").replace(".", "").isalnum(),
-                f"--split must be letters, digits, '_', '-', '.', got {self.split!r}")
+                f"--split must be letters, digits, '_', '-', '.', got {self.split!r}{derived}")
 
     @property
     def encoder_threads(self) -> int:

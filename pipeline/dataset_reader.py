@@ -45,15 +45,31 @@ def iter_record_batches(dataset: manifest_lib.Dataset, path: str, *, batch: int 
 def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:
     """Token ids of every document of a split, in order (the inverse of ``pipeline.pack``).
 
-    Each record's first token repeats the previous record's last one (or is a chunk's leading
-    EOS), so it is dropped; padding is dropped; the rest is ``d1 EOS d2 EOS ...``.
+    Each record's first token repeats the previous record's last real one (or is a chunk's
+    leading EOS, after a record closed by EOS), so it is dropped; padding is dropped; the rest
+    is ``d1 EOS d2 EOS ...``. A split written with ``--last_record=drop`` lost each chunk's
+    tail: the first record after such a cut does not continue its predecessor, and decoding
+    stops there with DataError instead of joining two documents.
     """
     pad = dataset.tokenizer["special_ids"]["pad"]
     eos = dataset.tokenizer["special_ids"]["eos"]
     carry = np.zeros(0, dtype=np.int32)  # a document continued from the previous batch
+    previous_last = eos  # the token before the first record: a chunk starts after EOS
     for path in dataset.shard_paths():
         for arrays in iter_record_batches(dataset, path):
-            body = arrays["tokens"][:, 1:]
+            tokens = arrays["tokens"]
+            real = tokens != pad
+            lasts = tokens[np.arange(len(tokens)), real.shape[1] - 1 - np.argmax(real[:, ::-1], 1)]
+            expected = np.concatenate([[previous_last], lasts[:-1]])
+            broken = np.flatnonzero(tokens[:, 0] != expected)
+            if len(broken):
+                raise DataError(
+                    f"{dataset.manifest_path}: in {path}, record {int(broken[0])} of a batch does "
+                    "not continue the record before it: the split was written with "
+                    "--last_record=drop, whose dropped chunk tails cut documents; rebuild it "
+                    "with --last_record=pad to decode it")
+            previous_last = lasts[-1]
+            body = tokens[:, 1:]
             stream = np.concatenate([carry, body[body != pad]])
             start = 0
             for end in np.flatnonzero(stream == eos):

@@ -12,11 +12,12 @@ import dataclasses
 import sys
 
 from common import cli
+from common.errors import InputError
 from common.flags import ArgumentParser
 from pipeline.config import ReadConfig
 from pipeline.dataset_reader import iter_documents as iter_written_documents
 from pipeline.inputs import InputFile
-from pipeline.read import iter_documents
+from pipeline.read import Chunk, DeadLetter, read_file
 from schemas import manifest as manifest_lib
 from tokenizer.spec import SPACE_SYMBOL
 
@@ -33,8 +34,13 @@ def input_texts(doc: dict):
     read = ReadConfig.from_json(doc["config"]["read"])
     for index, entry in enumerate(doc["inputs"]):
         file = InputFile(index=index, path=entry["path"], bytes=entry["bytes"])
-        for document in iter_documents(file, config=read):
-            yield file.path, document.line, document.text
+        for item in read_file(file, config=read):
+            if isinstance(item, DeadLetter) and item.reason == "unreadable_file":
+                raise InputError(f"input {file.path} of the split cannot be read any more: "
+                                 f"{item.detail}; round-trip needs the original input files")
+            if isinstance(item, Chunk):
+                for document in item.documents:
+                    yield file.path, document.line, document.text
 
 
 def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False) -> RoundTrip:

@@ -120,11 +120,11 @@ def build_parser() -> ArgumentParser:
 
 def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     """Pilepack's flags -> a config; the rest must be Beam's (else exit 2 naming the typo)."""
-    from pipeline.beam_options import beam_flag_names, unknown_beam_args
+    from pipeline.beam_options import refuse_unknown_args
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
-    parser.refuse_unknown(unknown_beam_args(beam_args), also_known=beam_flag_names())
+    refuse_unknown_args(parser, beam_args)
     return args, beam_args
 
 

@@ -49,11 +49,11 @@ def train(config: TrainTokenizerConfig, beam_args: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    from pipeline.beam_options import beam_flag_names, unknown_beam_args
+    from pipeline.beam_options import refuse_unknown_args
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-    parser.refuse_unknown(unknown_beam_args(beam_args), also_known=beam_flag_names())
+    refuse_unknown_args(parser, beam_args)
     cli.configure_logging()
     return cli.run_main(lambda: train(from_args(TrainTokenizerConfig, args), beam_args) and 0)
 

@@ -16,7 +16,7 @@ feature        stored as                    meaning
 Why raw bytes rather than ``int64_list``: an ``int64_list`` is varint-encoded (2-3 bytes a
 token for a 32k-50k vocabulary) and parsed element by element, while a bytes feature of
 ``uint16`` is exactly 2 bytes a token and is decoded by one ``tf.io.decode_raw`` memcpy.
-``bench/record_format_bench.py`` measures both.
+``python -m bench.record_format_bench`` measures both.
 
 A record holds ``seq_len + 1`` tokens so that ``inputs = tokens[:-1]`` and
 ``labels = tokens[1:]``; consecutive records of a packed chunk overlap by one token (see

@@ -20,8 +20,9 @@ from pipeline import run
 TINY_ARGS = ["--vocab_size=300", "--seq_len=16", "--encode_processes=1", "--chunk_bytes=2000",
              "--max_bad_fraction=0.1", "--runner=DirectRunner"]
 
-_WORDS = ("the of and to in is was for on as with by at from that def return import class "
-          "x = y + 1 ( ) : , . 0 42 café").split()
+_WORDS = ["the", "of", "and", "to", "in", "is", "was", "for", "on", "with", "from", "that",
+          "def", "return", "import", "class", "x", "=", "y", "+", "1", "(", ")", ":", ",", ".",
+          "0", "42", "café"]
 
 
 def tiny_text(seed: int, words: int) -> str:
