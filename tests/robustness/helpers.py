@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from pipeline import dataset_reader, run, verify
+from pipeline import dataset_reader, run
 from schemas import manifest as manifest_lib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -1,7 +1,8 @@
 """Every kind of damaged input: a dead letter while the rest is processed, or a clear error.
 
 One pipeline run reads a directory holding one generated file per kind of damage (see
-``bad_corpus.py`` and docs/robustness.md); each test checks one file's outcome in that run: the documents that reach the shards (decoded back to text), its dead letters, and the
+``bad_corpus.py`` and docs/robustness.md); each test checks one file's outcome in that run:
+the documents that reach the shards (decoded back to text), its dead letters, and the
 accounting. Nothing decodable may be lost, and nothing may be lost silently.
 """
 

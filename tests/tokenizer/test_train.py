@@ -5,9 +5,8 @@ import fsspec
 import pytest
 
 from tokenizer.encoder import load_model_bytes, processor_from_bytes
-from tokenizer.spec import TrainOptions
 from tokenizer.model_info import fingerprint
-from tokenizer.spec import MODEL_FILENAME, VOCAB_FILENAME
+from tokenizer.spec import MODEL_FILENAME, VOCAB_FILENAME, TrainOptions
 from tokenizer.train import train_from_texts
 
 from .conftest import TEST_VOCAB_SIZE
