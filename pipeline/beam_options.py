@@ -78,3 +78,17 @@ def runner_name(beam_args: list[str]) -> str:
 
 def is_direct_runner(beam_args: list[str]) -> bool:
     return runner_name(beam_args) in DIRECT_RUNNERS
+
+
+def direct_running_mode(beam_args: list[str]) -> str:
+    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+
+    return PipelineOptions(beam_args).view_as(DirectOptions).direct_running_mode or "in_memory"
+
+
+def fanout_enabled(mode: str, beam_args: list[str]) -> bool:
+    """``--fanout``: auto is on unless the runner is the in-memory DirectRunner (one process,
+    which would materialize the whole input at the shuffle; it has its encoder pool)."""
+    if mode != "auto":
+        return mode == "on"
+    return not (is_direct_runner(beam_args) and direct_running_mode(beam_args) == "in_memory")

@@ -117,6 +117,12 @@ class PipelineConfig:
     encode_processes: int = flag(
         0, help="encoder processes per Beam worker; 0 = one per core with the DirectRunner, "
                 "1 (in-process) with other runners, which already run a worker per core")
+    fanout: str = flag(
+        "auto", choices=("auto", "on", "off"),
+        help="spread chunks over all workers after reading (a shuffle), so one input file uses "
+             "every core of a cluster; auto: on for distributed runners and the "
+             "multi_processing DirectRunner, off for the in-memory DirectRunner, which would "
+             "hold the whole input at the shuffle (it uses its encoder processes instead)")
     overwrite: bool = flag(
         False, help="replace a complete dataset already at --output (its manifest is removed "
                     "first)")
@@ -140,10 +146,6 @@ class PipelineConfig:
         require(not self.split
                 or self.split.replace("_", "").replace("-", "").replace(".", "").isalnum(),
                 f"--split must be letters, digits, '_', '-', '.', got {self.split!r}{derived}")
-
-    @property
-    def encoder_threads(self) -> int:
-        return self.training.threads
 
     def to_json(self) -> dict:
         # Through JSON so tuples become lists: the manifest reads back equal to what was built.

@@ -11,8 +11,6 @@ import dataclasses
 import json
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.windowed_value import WindowedValue
 
 from common import storage
 
@@ -32,36 +30,40 @@ def dead_letter_path(*, split: str, file_index: int) -> str:
     return f"{DIRECTORY}/{split}-{file_index:05d}.jsonl"
 
 
-class _WriteDeadLettersFn(beam.DoFn):
-    def __init__(self, *, directory: str, split: str):
-        self._directory = directory
-        self._split = split
+def write_dead_letters(letters, *, directory: str, split: str, file_index: int) -> DeadLetterFile:
+    """All dead letters of one input file -> one file, sorted by position, committed atomically.
 
-    def start_bundle(self):
-        self._lines: dict[int, list[str]] = {}
+    Dead letters are few (bounded by --max_bad_fraction), so a file's are held in memory.
+    """
+    def position(letter):
+        return (letter.line is not None, letter.line or 0, letter.offset or 0, letter.reason)
 
-    def process(self, letter):
-        self._lines.setdefault(letter.file_index, []).append(
-            json.dumps(letter.to_json(), sort_keys=True)
-        )
-
-    def finish_bundle(self):
-        # Dead letters are few (bounded by --max_bad_fraction), so a file's are held in memory
-        # and written in one atomic commit.
-        for file_index, lines in sorted(self._lines.items()):
-            relative = dead_letter_path(split=self._split, file_index=file_index)
-            with storage.atomic_open(storage.join(self._directory, relative), "wb") as handle:
-                handle.write(("\n".join(lines) + "\n").encode())
-            yield WindowedValue(DeadLetterFile(relative, len(lines)), 0, [GlobalWindow()])
-        self._lines = {}
+    lines = [json.dumps(letter.to_json(), sort_keys=True) for letter in sorted(letters, key=position)]
+    relative = dead_letter_path(split=split, file_index=file_index)
+    with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
+        handle.write(("\n".join(lines) + "\n").encode())
+    return DeadLetterFile(relative, len(lines))
 
 
 class WriteDeadLetters(beam.PTransform):
-    """PCollection[DeadLetter] -> PCollection[DeadLetterFile]."""
+    """PCollection[DeadLetter] -> PCollection[DeadLetterFile], one per input file with any.
+
+    Grouped by input file before writing, so a file's dead letters land in one file whatever
+    the bundling (a retried bundle rewrites the same name with the same lines).
+    """
 
     def __init__(self, *, directory: str, split: str):
         super().__init__()
-        self._fn = _WriteDeadLettersFn(directory=directory, split=split)
+        self._directory = directory
+        self._split = split
 
     def expand(self, letters):
-        return letters | "WriteJsonLines" >> beam.ParDo(self._fn)
+        directory, split = self._directory, self._split
+        return (
+            letters
+            | "ByInputFile" >> beam.Map(lambda letter: (letter.file_index, letter))
+            | "Group" >> beam.GroupByKey()
+            | "WriteJsonLines" >> beam.MapTuple(
+                lambda index, group: write_dead_letters(group, directory=directory, split=split,
+                                                        file_index=index))
+        )

@@ -15,11 +15,13 @@ import platform
 
 import apache_beam as beam
 
+from common import storage
 from common.errors import DataError
 from pipeline.config import PipelineConfig
 from pipeline.dead_letters import DeadLetterFile
 from pipeline.pack import PackStats
 from pipeline.read import ReadStats
+from pipeline.shard_plan import PARTS_DIR
 from pipeline.subset_stats import SubsetStats, merge_into, summed
 from pipeline.write import ShardInfo
 from schemas import manifest as manifest_schema
@@ -125,7 +127,7 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         "text_bytes": all_subsets.bytes,
         "lossy_documents": all_subsets.lossy_documents,
     }
-    formats = {stats.file_index: stats.format for stats in summary.files}
+    read = {stats.file_index: stats for stats in summary.files}
     return {
         "format": manifest_schema.FORMAT,
         "version": manifest_schema.VERSION,
@@ -136,8 +138,12 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         "shards": [s.to_json() for s in shards],
         "totals": totals,
         "subsets": {name: stats.to_json() for name, stats in sorted(summary.subsets.items())},
+        # Documents written per input file: they come first in the shards, in input order.
         "inputs": [
-            {"path": f.path, "bytes": f.bytes, "format": formats.get(f.index, "")} for f in inputs
+            {"path": f.path, "bytes": f.bytes,
+             "format": read[f.index].format if f.index in read else "",
+             "documents": read[f.index].documents if f.index in read else 0}
+            for f in inputs
         ],
         "accounting": accounting(summary),
         "dead_letters": [d.to_json() for d in sorted(summary.dead_letters, key=lambda d: d.path)],
@@ -166,6 +172,10 @@ class _CommitManifestFn(beam.DoFn):
                 f"See the dead letters under {self._config.output}/dead_letters; no manifest was "
                 "written. Fix the input or raise --max_bad_fraction."
             )
+        # The parts are in the shards now; remove them before the manifest marks completion.
+        fs, parts = storage.filesystem(storage.join(self._config.output, PARTS_DIR))
+        if fs.exists(parts):
+            fs.rm(parts, recursive=True)
         yield manifest_schema.write(doc, directory=self._config.output)
 
 

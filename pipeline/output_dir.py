@@ -20,7 +20,9 @@ log = logging.getLogger(__name__)
 # Only names this pipeline writes are leftovers: the user's own files under --output (an input
 # corpus, notes) are never touched. Paths are relative to --output.
 LEFTOVER = re.compile(
-    r"^(?:[A-Za-z0-9_.-]+-\d{5}-\d{5}\.tfrecord"  # shards (pipeline.write.shard_name)
+    r"^(?:[A-Za-z0-9_.-]+-\d{5}-of-\d{5}\.tfrecord"  # shards (pipeline.shard_plan.shard_name)
+    r"|[A-Za-z0-9_.-]+-\d{5}-\d{5}\.tfrecord"  # shards of earlier pilepack versions
+    r"|\.parts/[^/]+"  # parts (pipeline.shard_plan.part_path)
     r"|dead_letters/[A-Za-z0-9_.-]+-\d{5}\.jsonl"  # pipeline.dead_letters.dead_letter_path
     r"|(?:dead_letters/)?" + re.escape(storage.TMP_MARKER) + r"[^/]*)$"
 )

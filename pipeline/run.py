@@ -27,13 +27,15 @@ log = logging.getLogger("pilepack")
 SAMPLE_OUTPUT = "output/sample"
 
 
-def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer) -> None:
-    """Read -> Tokenize -> Pack -> Write, then the manifest from everyone's statistics."""
+def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool) -> None:
+    """Read -> [FanOut] -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters, and
+    last the manifest from everyone's statistics."""
     import apache_beam as beam
 
     from pipeline.dead_letters import WriteDeadLetters
     from pipeline.manifest import CommitManifest
     from pipeline.pack import Pack
+    from pipeline.parts import WriteParts
     from pipeline.read import ReadDocuments
     from pipeline.tokenize import Tokenize
     from pipeline.write import WriteShards
@@ -43,20 +45,25 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer) -> None:
                        with_segments=config.segment_ids, last_record=config.last_record)
     files = p | "ListInputs" >> beam.Create(inputs)
     read = files | "Read" >> ReadDocuments(config=config.read)
-    written = (
-        read.chunks
-        | "Tokenize" >> Tokenize(model_path=tokenizer.path, num_threads=config.encoder_threads,
-                                 processes=config.encode_processes)
+    chunks = read.chunks
+    if fanout:  # any worker may take any chunk, in any order and bundle
+        chunks = chunks | "FanOut" >> beam.Reshuffle()
+    parts = (
+        chunks
+        | "Tokenize" >> Tokenize(model_path=tokenizer.path, num_threads=config.training.num_threads,
+                                 processes=config.encode_processes, pool_if_auto=not fanout)
         | "Pack" >> Pack(spec=spec.record, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                          last_record=config.last_record)
-        | "Write" >> WriteShards(directory=config.output, split=config.split,
-                                 shard_bytes=config.shard_bytes, spec=spec.record,
-                                 pad_id=tokenizer.pad_id)
+        | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
+                                     pad_id=tokenizer.pad_id)
     )
+    shards = parts.parts | "WriteShards" >> WriteShards(
+        directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
+        spec=spec.record)
     dead = read.dead_letters | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
     (
-        (written.shards, written.chunk_stats, read.read_stats, dead)
+        (shards, parts.chunk_stats, read.read_stats, dead)
         | "AllStatistics" >> beam.Flatten()
         | "Manifest" >> CommitManifest(config=config, spec=spec,
                                        tokenizer=tokenizer.manifest_entry(), inputs=inputs)
@@ -69,6 +76,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipeline import output_dir
+    from pipeline.beam_options import fanout_enabled
     from pipeline.inputs import expand_inputs
     from pipeline.prepare_tokenizer import prepare_tokenizer
     from schemas import manifest as manifest_schema
@@ -79,15 +87,35 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     inputs = expand_inputs(config.input)
     output_dir.prepare(config.output, overwrite=config.overwrite)
     tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args)
-    with beam.Pipeline(options=PipelineOptions(beam_args)) as p:
-        build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer)
+    p = beam.Pipeline(options=PipelineOptions(beam_args))
+    build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
+                   fanout=fanout_enabled(config.fanout, beam_args))
+    result = p.run()
+    result.wait_until_finish()
     dataset = manifest_schema.load(config.output)
     print_summary(dataset.doc, manifest_path=dataset.manifest_path,
-                  seconds=time.time() - started, input_bytes=sum(f.bytes for f in inputs))
+                  seconds=time.time() - started, input_bytes=sum(f.bytes for f in inputs),
+                  workers=worker_pids(result))
     return dataset.doc
 
 
-def print_summary(doc: dict, *, manifest_path: str, seconds: float, input_bytes: int) -> None:
+def worker_pids(result) -> list[int]:
+    """The processes that ran Tokenize, from the runner's metrics (empty if it has none)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    from pipeline.tokenize import WORKERS_NAMESPACE
+
+    try:
+        counters = result.metrics().query(
+            MetricsFilter().with_namespace(WORKERS_NAMESPACE))["counters"]
+    except (NotImplementedError, KeyError):
+        return []
+    return sorted({int(c.key.metric.name.split("-", 1)[1]) for c in counters
+                   if (c.committed or c.attempted)})
+
+
+def print_summary(doc: dict, *, manifest_path: str, seconds: float, input_bytes: int,
+                  workers: list[int] = ()) -> None:
     totals, acct = doc["totals"], doc["accounting"]
     mb = totals["text_bytes"] / 1e6
 
@@ -105,7 +133,8 @@ def print_summary(doc: dict, *, manifest_path: str, seconds: float, input_bytes:
           f"{totals['shards']} shard(s), {totals['bytes']:,} bytes "
           f"(input {input_bytes:,} bytes, {mb:.1f} MB of text)")
     print(f"[{doc['split']}] {seconds:.1f} s: {mb / seconds:.2f} MB/s of text, "
-          f"{totals['tokens'] / seconds:,.0f} tokens/s")
+          f"{totals['tokens'] / seconds:,.0f} tokens/s"
+          + (f", tokenized by {len(workers)} worker process(es)" if workers else ""))
 
 
 def build_parser() -> ArgumentParser:
@@ -128,15 +157,6 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     return args, beam_args
 
 
-def default_encode_processes(beam_args: list[str]) -> int:
-    """One encoder process per core on the DirectRunner; in-process on distributed runners."""
-    import os
-
-    from pipeline.beam_options import is_direct_runner
-
-    return (os.cpu_count() or 1) if is_direct_runner(beam_args) else 1
-
-
 def main(argv=None) -> int:
     args, beam_args = parse(sys.argv[1:] if argv is None else argv)
     cli.configure_logging()
@@ -144,8 +164,6 @@ def main(argv=None) -> int:
 
 
 def _run(args, beam_args: list[str]) -> None:
-    if not args.encode_processes:
-        args.encode_processes = default_encode_processes(beam_args)
     if args.input:
         run_split(from_args(PipelineConfig, args), beam_args)
     else:

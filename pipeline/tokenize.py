@@ -30,6 +30,8 @@ from pipeline.subset_stats import SubsetStats
 from tokenizer import pool_worker
 from tokenizer.spec import SPACE_SYMBOL
 
+WORKERS_NAMESPACE = "pilepack.workers"
+
 
 @dataclasses.dataclass(frozen=True)
 class TokenizedChunk:
@@ -53,16 +55,20 @@ def subset_stats(chunk: Chunk, token_arrays) -> dict[str, SubsetStats]:
 
 
 class _TokenizeFn(beam.DoFn):
-    def __init__(self, *, model_path: str, num_threads: int, processes: int):
+    def __init__(self, *, model_path: str, num_threads: int, processes: int, pool_if_auto: bool):
         self._model_path = model_path
         self._num_threads = num_threads
-        self._processes = processes
+        self._requested_processes = processes
+        self._pool_if_auto = pool_if_auto
         self._encoder = None
         self._pool = None
 
     def setup(self):
-        from tokenizer.encoder import CachedEncoder, load_model_bytes
+        from tokenizer.encoder import CachedEncoder, load_model_bytes, usable_cores
 
+        # Decided here, on the worker: its own cores, not the launching machine's.
+        self._processes = self._requested_processes or (
+            usable_cores() if self._pool_if_auto else 1)
         model = load_model_bytes(self._model_path)
         if self._processes > 1:
             # spawn, not fork: this process runs Beam's and TensorFlow's threads.
@@ -80,6 +86,8 @@ class _TokenizeFn(beam.DoFn):
         self._pending = collections.deque()
 
     def process(self, chunk: Chunk):
+        # Which worker processes did the work (python -m pipeline.run prints how many).
+        beam.metrics.Metrics.counter(WORKERS_NAMESPACE, f"pid-{os.getpid()}").inc()
         texts = [doc.text for doc in chunk.documents]
         if self._pool is None:
             yield self._result(chunk, self._encoder.encode_batch(texts))
@@ -111,12 +119,19 @@ class _TokenizeFn(beam.DoFn):
 
 
 class Tokenize(beam.PTransform):
-    """PCollection[Chunk] -> PCollection[TokenizedChunk]."""
+    """PCollection[Chunk] -> PCollection[TokenizedChunk].
 
-    def __init__(self, *, model_path: str, num_threads: int, processes: int = 1):
+    ``num_threads`` 0: all of the worker's cores. ``processes`` 0: a pool of one encoder
+    process per worker core when ``pool_if_auto`` (the in-process DirectRunner, one worker for
+    the whole machine), else encode in the worker itself (runners that already run a worker
+    per core).
+    """
+
+    def __init__(self, *, model_path: str, num_threads: int = 0, processes: int = 0,
+                 pool_if_auto: bool = False):
         super().__init__()
         self._fn = _TokenizeFn(model_path=model_path, num_threads=num_threads,
-                               processes=processes)
+                               processes=processes, pool_if_auto=pool_if_auto)
 
     def expand(self, chunks):
         return chunks | "Encode" >> beam.ParDo(self._fn)

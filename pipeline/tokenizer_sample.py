@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import uuid
 
 import apache_beam as beam
 
@@ -102,28 +101,22 @@ class _DrawFn(beam.DoFn):
             for i, piece in enumerate(pieces):
                 u = priority(seed=self._seed, file_index=file.index, line=doc.line, piece=i)
                 if u < rate:
-                    yield u, doc.subset, piece
+                    yield file.index, (u, doc.subset, piece)
 
 
-class _WriteSampleFn(beam.DoFn):
-    """Kept pieces -> JSON Lines files under the sample directory (one per bundle)."""
+def write_sample_file(pieces, *, directory: str, file_index: int) -> str:
+    """One input file's kept pieces -> ``sample-{file:05d}.jsonl`` in priority order.
 
-    def __init__(self, directory: str):
-        self._directory = directory
-
-    def start_bundle(self):
-        self._lines = []
-
-    def process(self, item):
-        u, subset, piece = item
-        self._lines.append(json.dumps({"u": u, "subset": subset, "text": piece}))
-
-    def finish_bundle(self):
-        if self._lines:
-            path = storage.join(self._directory, f"sample-{uuid.uuid4().hex}.jsonl")
-            with storage.atomic_open(path, "wb") as handle:
-                handle.write(("\n".join(self._lines) + "\n").encode())
-        self._lines = []
+    Named by the input file, and written after grouping by it: a retried or re-bundled draw
+    rewrites the same file with the same lines, so the sample (and the tokenizer trained on it)
+    depends only on the input and the seed.
+    """
+    rows = sorted(pieces)
+    path = storage.join(directory, f"sample-{file_index:05d}.jsonl")
+    with storage.atomic_open(path, "wb") as handle:
+        handle.write("".join(json.dumps({"u": u, "subset": subset, "text": piece}) + "\n"
+                             for u, subset, piece in rows).encode())
+    return path
 
 
 class DrawTokenizerSample(beam.PTransform):
@@ -157,7 +150,14 @@ class DrawTokenizerSample(beam.PTransform):
             _DrawFn(config=self._config, seed=self._seed, max_piece_bytes=self._max_piece_bytes),
             rates=beam.pvalue.AsSingleton(rates),
         )
-        kept | "WriteSample" >> beam.ParDo(_WriteSampleFn(self._directory))
+        directory = self._directory
+        (
+            kept
+            | "GroupByInputFile" >> beam.GroupByKey()
+            | "WriteSample" >> beam.MapTuple(
+                lambda index, pieces: write_sample_file(pieces, directory=directory,
+                                                        file_index=index))
+        )
         return rates
 
 

@@ -1,28 +1,26 @@
-"""Stage 4, Write: packed records -> TFRecord shards of ~``shard_bytes``, committed atomically.
+"""Stage 4b, WriteShards: parts -> a shard plan -> ~``shard_bytes`` TFRecord shards.
 
-Each input file has its own writer, so shard names and contents are a pure function of the
-input file and the options (``{split}-{file:05d}-{shard:05d}.tfrecord``): a rerun, or a runner
-retrying a bundle, rewrites identical bytes. A shard rolls over before the record that would
-take it past ``shard_bytes``, so every shard but the last of each writer is within one record
-of the target. A shard becomes visible only once complete (see ``common.storage``).
+Once every part exists, one small global step plans the shards from the parts' record counts
+(``pipeline.shard_plan``: a pure function of the input and the options), the plans are
+spread over the workers, and each shard is assembled by copying its record ranges out of the
+parts, hashing as it goes, and committed atomically (``common.storage.atomic_open``: never a
+partial shard visible). Shard names and bytes do not depend on the runner, the number of
+workers, bundling, order or retries.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.windowed_value import WindowedValue
 
 from common import storage
-from schemas.records import TOKENS, RecordSpec, frame_tfrecord, serialize_example
+from common.errors import DataError
+from pipeline.shard_plan import ShardPlan, plan_shards, records_per_shard
+from schemas.records import RecordSpec, frame_bytes
 
-
-def shard_name(*, split: str, file_index: int, shard_index: int) -> str:
-    return f"{split}-{file_index:05d}-{shard_index:05d}.tfrecord"
+_COPY_BLOCK = 8 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,124 +31,66 @@ class ShardInfo:
     records: int
     tokens: int
     padding_tokens: int
-    input_file: int
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def serialize_records(features: dict, spec: RecordSpec, *, pad_id: int):
-    """Yield (framed TFRecord bytes, real labels, padding tokens) per record."""
-    tokens = features[TOKENS]
-    pads = (tokens == pad_id).sum(axis=1)
-    for i in range(len(tokens)):
-        payload = serialize_example({name: values[i] for name, values in features.items()}, spec)
-        padding = int(pads[i])
-        yield frame_tfrecord(payload), spec.seq_len - padding, padding
+def assemble_shard(plan: ShardPlan, *, directory: str, frame_bytes: int) -> ShardInfo:
+    """Copy the plan's record ranges out of the parts into one shard, committed atomically."""
+    digest, size = hashlib.sha256(), 0
+    with storage.atomic_open(storage.join(directory, plan.name), "wb") as out:
+        for piece in plan.pieces:
+            fs, path = storage.filesystem(storage.join(directory, piece.part))
+            want = piece.count * frame_bytes
+            with fs.open(path, "rb") as part:
+                part.seek(piece.first * frame_bytes)
+                left = want
+                while left:
+                    block = part.read(min(left, _COPY_BLOCK))
+                    if not block:
+                        raise DataError(
+                            f"part {piece.part} ended {left} bytes early while writing "
+                            f"{plan.name}; it was changed or truncated during the run: rerun")
+                    out.write(block)
+                    digest.update(block)
+                    left -= len(block)
+            size += want
+    return ShardInfo(path=plan.name, bytes=size, sha256=digest.hexdigest(), records=plan.records,
+                     tokens=plan.tokens, padding_tokens=plan.padding_tokens)
 
 
-class ShardWriter:
-    """Rolls shards of one input file over by size; hashes while writing."""
-
-    def __init__(self, *, directory: str, split: str, file_index: int, shard_bytes: int):
+class _AssembleFn(beam.DoFn):
+    def __init__(self, *, directory: str, frame_bytes: int):
         self._directory = directory
-        self._split = split
-        self._file_index = file_index
-        self._shard_bytes = shard_bytes
-        self._shard_index = 0
-        self._stack = None
-        self._handle = None
-        self.finished: list[ShardInfo] = []
+        self._frame_bytes = frame_bytes
 
-    def _open(self):
-        name = shard_name(split=self._split, file_index=self._file_index,
-                          shard_index=self._shard_index)
-        self._stack = contextlib.ExitStack()
-        self._handle = self._stack.enter_context(
-            storage.atomic_open(storage.join(self._directory, name), "wb")
-        )
-        self._name, self._bytes, self._records, self._tokens, self._padding = name, 0, 0, 0, 0
-        self._hash = hashlib.sha256()
-
-    def write(self, frame: bytes, *, tokens: int, padding: int) -> None:
-        if self._handle is not None and self._records and (
-            self._bytes + len(frame) > self._shard_bytes
-        ):
-            self.close()
-        if self._handle is None:
-            self._open()
-        self._handle.write(frame)
-        self._hash.update(frame)
-        self._bytes += len(frame)
-        self._records += 1
-        self._tokens += tokens
-        self._padding += padding
-
-    def close(self) -> None:
-        if self._handle is None:
-            return
-        self._stack.close()  # commits the shard (rename / upload completion)
-        self.finished.append(ShardInfo(self._name, self._bytes, self._hash.hexdigest(),
-                                       self._records, self._tokens, self._padding,
-                                       self._file_index))
-        self._handle = None
-        self._shard_index += 1
-
-    def abort(self) -> None:
-        if self._handle is not None:
-            self._stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
-            self._handle = None
-
-
-class _WriteShardsFn(beam.DoFn):
-    def __init__(self, *, directory: str, split: str, shard_bytes: int, spec: RecordSpec,
-                 pad_id: int):
-        self._directory = directory
-        self._split = split
-        self._shard_bytes = shard_bytes
-        self._spec = spec
-        self._pad_id = pad_id
-
-    def start_bundle(self):
-        self._writers: dict[int, ShardWriter] = {}
-
-    def process(self, chunk):
-        writer = self._writers.get(chunk.file_index)
-        if writer is None:
-            writer = self._writers[chunk.file_index] = ShardWriter(
-                directory=self._directory, split=self._split, file_index=chunk.file_index,
-                shard_bytes=self._shard_bytes,
-            )
-        for frame, tokens, padding in serialize_records(chunk.features, self._spec,
-                                                        pad_id=self._pad_id):
-            writer.write(frame, tokens=tokens, padding=padding)
-        beam.metrics.Metrics.counter("write", "records").inc(len(chunk.features[TOKENS]))
-        # Per-chunk statistics travel on to the manifest.
-        yield beam.pvalue.TaggedOutput("chunk_stats", (chunk.stats, chunk.subsets))
-
-    def finish_bundle(self):
-        for writer in self._writers.values():
-            writer.close()
-            for info in writer.finished:
-                yield WindowedValue(info, 0, [GlobalWindow()])
-        self._writers = {}
-
-    def teardown(self):
-        for writer in getattr(self, "_writers", {}).values():
-            writer.abort()
+    def process(self, plan: ShardPlan):
+        yield assemble_shard(plan, directory=self._directory, frame_bytes=self._frame_bytes)
+        beam.metrics.Metrics.counter("write", "shards").inc()
 
 
 class WriteShards(beam.PTransform):
-    """PCollection[PackedChunk] -> {main: ShardInfo, chunk_stats: (PackStats, subsets)}."""
+    """PCollection[PartInfo] -> PCollection[ShardInfo] (after every part is written)."""
 
-    def __init__(self, *, directory: str, split: str, shard_bytes: int, spec: RecordSpec,
-                 pad_id: int):
+    def __init__(self, *, directory: str, split: str, shard_bytes: int, spec: RecordSpec):
         super().__init__()
-        self._fn = _WriteShardsFn(directory=directory, split=split, shard_bytes=shard_bytes,
-                                  spec=spec, pad_id=pad_id)
+        self._directory = directory
+        self._split = split
+        self._spec = spec
+        self._frame_bytes = frame_bytes(spec)
+        self._per_shard = records_per_shard(shard_bytes=shard_bytes,
+                                            frame_bytes=self._frame_bytes)
 
-    def expand(self, chunks):
-        return chunks | "WriteTFRecords" >> beam.ParDo(self._fn).with_outputs(
-            "chunk_stats", main="shards"
+    def expand(self, parts):
+        split, per_shard = self._split, self._per_shard
+        seq_len, size = self._spec.seq_len, self._frame_bytes
+        return (
+            parts
+            | "AllParts" >> beam.combiners.ToList()
+            | "PlanShards" >> beam.FlatMap(lambda infos: plan_shards(
+                infos, split=split, per_shard=per_shard, seq_len=seq_len, frame_bytes=size))
+            | "SpreadShards" >> beam.Reshuffle()
+            | "AssembleShards" >> beam.ParDo(_AssembleFn(directory=self._directory,
+                                                         frame_bytes=self._frame_bytes))
         )
-

@@ -193,3 +193,11 @@ def iter_tfrecord_frames(stream, *, verify_crc: bool = True):
             raise ValueError(f"TFRecord data checksum mismatch in the record at byte {offset}")
         offset += 12 + length + 4
         yield payload
+
+
+def frame_bytes(spec: RecordSpec) -> int:
+    """Bytes of one framed record of ``spec``: the same for every record, since each feature
+    is a fixed number of fixed-size integers. Shard plans cut at multiples of it."""
+    zeros = {name: np.zeros(spec.record_len, dtype=dtype)
+             for name, dtype in spec.feature_dtypes().items()}
+    return len(frame_tfrecord(serialize_example(zeros, spec)))

@@ -68,7 +68,7 @@ def processor_from_bytes(model_bytes: bytes) -> spm.SentencePieceProcessor:
     return spm.SentencePieceProcessor(model_proto=model_bytes)
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
     # Cores this process may run on; SentencePiece's own default counts every host core.
     try:
         return len(os.sched_getaffinity(0))
@@ -166,7 +166,7 @@ class CachedEncoder:
         if max_cached_word_chars < 1:
             raise ConfigError(f"max_cached_word_chars={max_cached_word_chars} must be positive")
         self._processor = processor_from_bytes(model_proto)
-        self._threads = num_threads or _usable_cores()
+        self._threads = num_threads or usable_cores()
         self._max_entries = max_cache_entries
         self._max_word_chars = max_cached_word_chars
         self._rules, self.fallback_reason = plan_fast_path(self._processor, model_proto)

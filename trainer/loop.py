@@ -11,6 +11,7 @@ import keras
 import tensorflow as tf
 
 from common import storage
+from common.errors import InputError
 from schemas.manifest import Dataset
 from trainer import checkpoint, compat, run_record
 from trainer.config import TrainConfig
@@ -92,6 +93,29 @@ def _train_input(
         )
 
     return backend.distribute_dataset(dataset_fn)
+
+
+def _write_exports(model: keras.Model, *, train_data: Dataset, model_dir: str) -> None:
+    """``export/model.keras``, then ``export/saved_model/1`` for serving (chief only).
+
+    Synthetic datasets carry bytes that are not a SentencePiece model in place of a tokenizer:
+    for them the SavedModel is skipped with a warning.
+    """
+    log.info("exported %s", checkpoint.export_model(model, model_dir=model_dir))
+    # Imported here: only exporting needs tensorflow_text (and its ops) in the process.
+    from trainer.export import from_run, saved_model
+
+    try:
+        servable = saved_model.Servable(
+            model=model,
+            tokenizer_proto=from_run.read_tokenizer(train_data),
+            eos_id=train_data.tokenizer["special_ids"]["eos"],
+        )
+    except InputError as err:
+        log.warning("%s: no SavedModel exported: %s", train_data.tokenizer_path, err)
+        return
+    export_dir = storage.join(model_dir, checkpoint.EXPORT_DIR)
+    log.info("exported %s", saved_model.write(servable, export_dir=export_dir))
 
 
 def train(
@@ -241,7 +265,7 @@ def train(
         if checkpoint_now or evaluate_now:  # tokens/s counts training, not saving or evaluating
             clock, clock_step = time.perf_counter(), step
     if backend.is_chief:
-        log.info("exported %s", checkpoint.export_model(model, model_dir=model_dir))
+        _write_exports(model, train_data=train_data, model_dir=model_dir)
     return TrainResult(
         start_step=start_step,
         final_step=cfg.steps,

@@ -25,12 +25,13 @@ def test_dead_letter_path_names_split_and_file_index():
     assert dead_letter_path(split="val", file_index=12345) == "dead_letters/val-12345.jsonl"
 
 
-def test_a_bundle_writes_one_sorted_file_per_input_file(tmp_path):
-    fn = dead_letters._WriteDeadLettersFn(directory=str(tmp_path), split="train")
-    fn.start_bundle()
-    for letter in (_letter(2, 5), _letter(0, 1, "text_missing"), _letter(2, 9)):
-        fn.process(letter)
-    written = [windowed.value for windowed in fn.finish_bundle()]
+def test_one_sorted_file_per_input_file(tmp_path):
+    written = [
+        dead_letters.write_dead_letters(letters, directory=str(tmp_path), split="train",
+                                        file_index=index)
+        for index, letters in ((0, [_letter(0, 1, "text_missing")]),
+                               (2, [_letter(2, 9), _letter(2, 5)]))  # out of order
+    ]
     assert written == [DeadLetterFile("dead_letters/train-00000.jsonl", 1),
                        DeadLetterFile("dead_letters/train-00002.jsonl", 2)]
     assert _files(tmp_path) == [w.path for w in written]  # no .inprogress- leftovers
@@ -59,3 +60,16 @@ def test_transform_in_a_pipeline(tmp_path):
     lines = (tmp_path / "dataset" / "dead_letters" / "s-00001.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["line"] for line in lines) == [2, 3]
     assert storage.TMP_MARKER not in " ".join(_files(tmp_path))
+
+
+def test_the_file_does_not_depend_on_bundling_or_order(tmp_path):
+    letters = [_letter(3, line) for line in (7, 2, 9, 4)]
+    contents = set()
+    for order in (letters, letters[::-1], letters[1:] + letters[:1]):
+        with beam.Pipeline() as p:
+            _ = p | beam.Create(order, reshuffle=True) | WriteDeadLetters(
+                directory=str(tmp_path), split="s")
+        contents.add((tmp_path / "dead_letters" / "s-00003.jsonl").read_bytes())
+    assert len(contents) == 1
+    lines = contents.pop().decode().splitlines()
+    assert [json.loads(line)["line"] for line in lines] == [2, 4, 7, 9]

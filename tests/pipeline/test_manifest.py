@@ -44,9 +44,9 @@ def _items():
     """Everything one small run's stages emit: 3 shards, 1 dead-letter file, 2 files' read
     statistics, 3 chunks' pack statistics with their subsets."""
     return [
-        ShardInfo("train-00000-00001.tfrecord", 300, SHA, 3, 40, 8, 0),
-        ShardInfo("train-00000-00000.tfrecord", 1000, SHA, 10, 150, 10, 0),
-        ShardInfo("train-00001-00000.tfrecord", 200, SHA, 2, 30, 2, 1),
+        ShardInfo("train-00001-of-00003.tfrecord", 300, SHA, 3, 40, 8),
+        ShardInfo("train-00000-of-00003.tfrecord", 1000, SHA, 10, 150, 10),
+        ShardInfo("train-00002-of-00003.tfrecord", 200, SHA, 2, 30, 2),
         DeadLetterFile("dead_letters/train-00000.jsonl", 2),
         _read_stats(0, "in/a.jsonl.zst", "zstd", documents=5, filtered={"blank_line": 1},
                     rejected={"invalid_json": 2}),
@@ -80,9 +80,9 @@ def _manifest(summary, tmp_path) -> dict:
 
 def test_summary_add_sorts_each_kind_of_statistic():
     summary = _summary(_items())
-    assert [s.path for s in summary.shards] == ["train-00000-00001.tfrecord",
-                                                "train-00000-00000.tfrecord",
-                                                "train-00001-00000.tfrecord"]
+    assert [s.path for s in summary.shards] == ["train-00001-of-00003.tfrecord",
+                                                "train-00000-of-00003.tfrecord",
+                                                "train-00002-of-00003.tfrecord"]
     assert summary.dead_letters == [DeadLetterFile("dead_letters/train-00000.jsonl", 2)]
     assert [f.file_index for f in summary.files] == [0, 1]
     assert summary.pack == {"records": 15, "tokens": 220, "padding_tokens": 20,
@@ -112,8 +112,9 @@ def test_build_manifest_totals_come_from_shards_pack_statistics_and_subsets(tmp_
         "A": {"documents": 5, "bytes": 130, "tokens": 150, "lossy_documents": 1},
         "B": {"documents": 3, "bytes": 40, "tokens": 62, "lossy_documents": 0},
     }
-    assert doc["inputs"] == [{"path": "in/a.jsonl.zst", "bytes": 900, "format": "zstd"},
-                             {"path": "in/b.jsonl", "bytes": 400, "format": "plain"}]
+    assert doc["inputs"] == [
+        {"path": "in/a.jsonl.zst", "bytes": 900, "format": "zstd", "documents": 5},
+        {"path": "in/b.jsonl", "bytes": 400, "format": "plain", "documents": 3}]
     assert doc["split"] == "train" and doc["config"]["seq_len"] == 16
     manifest_schema.validate(doc, source="test")
     assert verify.check_consistency(doc) == []  # what verify checks, the builder gets right

@@ -47,7 +47,7 @@ def test_tokenize_fn_in_process_equals_sentencepiece_encode(tiny_model, sp):
     chunk = Chunk(file_index=3, chunk_index=7,
                   documents=tuple(_doc(t, "B" if t == "a\u2581b" else "A", i + 1)
                                   for i, t in enumerate(TEXTS)))
-    fn = _TokenizeFn(model_path=str(tiny_model), num_threads=1, processes=1)
+    fn = _TokenizeFn(model_path=str(tiny_model), num_threads=1, processes=1, pool_if_auto=False)
     fn.setup()
     fn.start_bundle()
     (result,) = list(fn.process(chunk))

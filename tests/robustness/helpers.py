@@ -103,16 +103,18 @@ def dead_letters(out) -> list[dict]:
 
 
 def documents_by_file(out) -> dict[int, list[str]]:
-    """Decoded text of every document written, per input file index (from its own shards)."""
+    """Decoded text of every document written, per input file index (from the manifest's
+    per-input document counts: the shards hold the documents in input order)."""
     from tokenizer.encoder import load_model_bytes, processor_from_bytes
 
     dataset = manifest_lib.load(str(out))
     sp = processor_from_bytes(load_model_bytes(dataset.tokenizer_path))
+    texts = [sp.decode(ids.tolist()) for ids in dataset_reader.iter_documents(dataset)]
     result: dict[int, list[str]] = {}
-    for index in sorted({shard["input_file"] for shard in dataset.shards}):
-        doc = dict(dataset.doc, shards=[s for s in dataset.shards if s["input_file"] == index])
-        subset = manifest_lib.Dataset(manifest_path=dataset.manifest_path, doc=doc)
-        result[index] = [sp.decode(ids.tolist()) for ids in dataset_reader.iter_documents(subset)]
+    for index, entry in enumerate(dataset.doc["inputs"]):  # documents come in input order
+        if entry["documents"]:
+            result[index], texts = texts[:entry["documents"]], texts[entry["documents"]:]
+    assert not texts, f"{len(texts)} documents more than the inputs' counts"
     return result
 
 

@@ -62,7 +62,7 @@ def test_pipeline_reads_and_writes_s3(s3, tmp_path, capfd, caplog):
     assert set(keys) == listed | {"datasets/train/manifest.json",
                                   "datasets/train/tokenizer.model",
                                   "datasets/train/tokenizer.vocab"}
-    assert len(doc["shards"]) >= 3
+    assert len(doc["shards"]) >= 2  # shards span input files: no short tail per file
     assert doc["accounting"]["rejected"] == {"invalid_json": 1, "text_not_string": 1}
     assert [i["path"] for i in doc["inputs"]] == [
         s3.url("in/00.jsonl.zst"), s3.url("in/01.jsonl.gz"), s3.url("in/02.jsonl.zst")]
@@ -114,7 +114,7 @@ def test_transient_s3_errors_are_retried_and_change_nothing(s3, s3_server, tmp_p
     assert len(faults) >= 10, faults
     assert {status for _, _, status in faults} == {500, 503}
     assert any(m == "GET" and "/in/" in p for m, p, _ in faults), faults
-    assert any(m == "PUT" and p.endswith(".tfrecord") for m, p, _ in faults), faults
+    assert any(m == "PUT" and ".tfrecord" in p for m, p, _ in faults), faults  # parts or shards
     faulty = load(s3.url("faulty/train"))
     assert comparable(faulty) == comparable(clean)
     for shard in clean["shards"]:

@@ -17,10 +17,10 @@ SHA = "0" * 64
 
 
 def _doc(tmp_path):
-    (tmp_path / "train-00000-00000.tfrecord").write_bytes(b"x" * 10)
+    (tmp_path / "train-00000-of-00001.tfrecord").write_bytes(b"x" * 10)
     (tmp_path / "tokenizer.model").write_bytes(b"m")
     summary = Summary()
-    summary.add(ShardInfo("train-00000-00000.tfrecord", 10, SHA, 1, 4, 0, 0))
+    summary.add(ShardInfo("train-00000-of-00001.tfrecord", 10, SHA, 1, 4, 0))
     stats = ReadStats(file_index=0, path="in.jsonl.zst", format="zstd", documents=2)
     stats.rejected["invalid_json"] += 1
     summary.add(stats)
@@ -38,7 +38,7 @@ def test_write_then_load(tmp_path):
     path = manifest.write(doc, directory=str(tmp_path))
     dataset = manifest.load(path)
     assert dataset.record_spec == RecordSpec(seq_len=4, token_dtype="uint16")
-    assert dataset.shard_paths() == [str(tmp_path / "train-00000-00000.tfrecord")]
+    assert dataset.shard_paths() == [str(tmp_path / "train-00000-of-00001.tfrecord")]
     assert manifest.load(str(tmp_path)).doc == doc  # a directory works too
 
 
@@ -68,10 +68,10 @@ def test_schema_violation_names_the_field(tmp_path):
 def test_missing_or_resized_shard_is_refused_on_load(tmp_path):
     doc = _doc(tmp_path)
     manifest.write(doc, directory=str(tmp_path))
-    (tmp_path / "train-00000-00000.tfrecord").write_bytes(b"x" * 9)
+    (tmp_path / "train-00000-of-00001.tfrecord").write_bytes(b"x" * 9)
     with pytest.raises(manifest.ManifestError, match="has 9 bytes"):
         manifest.load(str(tmp_path))
-    (tmp_path / "train-00000-00000.tfrecord").unlink()
+    (tmp_path / "train-00000-of-00001.tfrecord").unlink()
     with pytest.raises(manifest.ManifestError, match="listed but missing"):
         manifest.load(str(tmp_path))
 

@@ -136,3 +136,32 @@ def test_bf16_xla_recompute_and_segments_train(tmp_path, data):
         True,
         True,
     )
+
+
+def test_sagemakers_channels_cluster_and_model_dir_fill_in_the_flags(tmp_path, data, monkeypatch):
+    # What SageMaker's drivers export: the channels, the model artifact directory, the hosts.
+    monkeypatch.setenv("SM_CHANNEL_TRAIN", os.path.dirname(data["train"]))
+    monkeypatch.setenv("SM_CHANNEL_EVAL", os.path.dirname(data["val"]))
+    monkeypatch.setenv("SM_MODEL_DIR", str(tmp_path / "model"))
+    monkeypatch.setenv("SM_HOSTS", '["algo-1"]')
+    monkeypatch.setenv("SM_CURRENT_HOST", "algo-1")
+    monkeypatch.setenv("SM_NUM_GPUS", "0")
+    model_dir = str(tmp_path / "checkpoints")  # on SageMaker: /opt/ml/checkpoints
+    argv = [f"--model_dir={model_dir}", "--steps=2", "--global_batch_size=8", "--log_every=1"]
+    assert train.main(argv) == 0
+    assert [r["step"] for r in metrics(model_dir)] == [1, 2, 2]  # two steps, then the eval
+    exported = sorted(os.listdir(os.path.join(model_dir, "export")))
+    assert exported and sorted(os.listdir(tmp_path / "model")) == exported
+
+
+def test_a_gpu_host_without_a_gpu_tensorflow_and_smddp_are_refused(tmp_path, data, capsys,
+                                                                   monkeypatch):
+    monkeypatch.setenv("SM_MODEL_DIR", str(tmp_path / "model"))
+    monkeypatch.setenv("SM_CURRENT_HOST", "algo-1")
+    monkeypatch.setenv("SM_NUM_GPUS", "8")
+    assert train.main(flags(data, str(tmp_path / "run"), "--steps=2")) == 2
+    assert "SM_NUM_GPUS=8" in capsys.readouterr().err
+    monkeypatch.delenv("SM_MODEL_DIR")
+    assert train.main([*flags(data, str(tmp_path / "s"), "--steps=2"), "--backend=smddp"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --backend=smddp is not supported") and "NCCL" in err

@@ -21,7 +21,7 @@ def dense(grads: Sequence) -> list:
 
 
 def tf_variables(variables: Sequence) -> list:
-    """Keras 3 variables wrap a tf.Variable; Horovod and smdistributed want the tf.Variable
+    """Keras 3 variables wrap a tf.Variable; Horovod wants the tf.Variable
     (horovod/horovod#4290)."""
     return [v.value if isinstance(v, keras.Variable) else v for v in variables]
 
@@ -42,8 +42,8 @@ class Backend(abc.ABC):
     """Where this process sits in the job, and the collectives the training step needs.
 
     Every backend runs the step through ``run`` inside a ``tf.distribute`` strategy: the
-    tf.distribute backends with their own strategy, Horovod and smdistributed with the default
-    (one-replica) strategy, one process per GPU. So the loop has one path.
+    tf.distribute backends with their own strategy, Horovod with the default (one-replica)
+    strategy, one process per GPU. So the loop has one path.
 
     Attributes:
         name: the ``--backend`` name.
@@ -67,6 +67,12 @@ class Backend(abc.ABC):
     def is_chief(self) -> bool:
         """The one process that writes checkpoints, logs, metrics and the exported model."""
         return self.rank == 0
+
+    @property
+    @abc.abstractmethod
+    def devices(self) -> tuple[str, ...]:
+        """The devices this process computes on (logged at start-up: a GPU run can be told
+        from one that silently fell back to the CPU)."""
 
     @abc.abstractmethod
     def distribute_dataset(
@@ -98,5 +104,5 @@ class Backend(abc.ABC):
     def describe(self) -> str:
         return (
             f"backend={self.name} rank={self.rank}/{self.world_size} "
-            f"replicas={self.num_replicas} chief={self.is_chief}"
+            f"replicas={self.num_replicas} chief={self.is_chief} devices={','.join(self.devices)}"
         )

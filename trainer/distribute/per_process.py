@@ -1,4 +1,4 @@
-"""Shared by Horovod and smdistributed: one process per GPU, collectives from a library."""
+"""For Horovod: one process per GPU, collectives from a library."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ class PerProcessBackend(Backend):
     @property
     def num_replicas(self) -> int:
         return self.world_size
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        gpus = tf.config.list_logical_devices("GPU")  # pinned: at most one
+        return tuple(device.name for device in gpus[:1]) or ("/device:CPU:0",)
 
     def distribute_dataset(
         self, dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]

@@ -7,6 +7,7 @@ import math
 import keras
 from keras import ops
 
+from trainer.model import kv_cache
 from trainer.model.initializers import normal_init
 
 _MASKED = -1e9  # finite: a fully masked row (impossible here, see causal_mask) must not give NaN
@@ -79,15 +80,45 @@ class CausalSelfAttention(keras.layers.Layer):
         self.proj.build(input_shape)
 
     def call(self, x, segment_ids=None, training=None):
+        q, k, v = self._heads(x)  # each (B, nh, T, hs)
+        mask = causal_mask(ops.shape(x)[1], segment_ids)  # (1 or B, 1, T, T)
+        return self._attend(q, k, v, mask, training=training)
+
+    def call_cached(self, x, cache, index):
+        """Attention of new positions over themselves and every earlier, cached position.
+
+        Args:
+            x: (B, T, C), the inputs at positions index .. index + T - 1.
+            cache: (2, B, nh, S, hs) keys and values of positions < index (``kv_cache``).
+            index: position of x[:, 0] (a scalar, possibly a tensor).
+
+        Returns:
+            (B, T, C) outputs, equal to ``call`` on the whole prefix at these positions
+            (without segments, as at inference), and the cache with these positions written.
+        """
+        q, k, v = self._heads(x)  # each (B, nh, T, hs)
+        keys = kv_cache.write(cache[kv_cache.KEYS], k, index=index)  # (B, nh, S, hs)
+        values = kv_cache.write(cache[kv_cache.VALUES], v, index=index)  # (B, nh, S, hs)
+        mask = kv_cache.decode_mask(
+            index=index, length=ops.shape(x)[1], cache_length=ops.shape(keys)[2]
+        )  # (1, 1, T, S)
+        y = self._attend(q, keys, values, mask, training=False)
+        return y, ops.stack([keys, values])
+
+    def _heads(self, x):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         nh, hs = self.num_heads, self.head_dim
         qkv = self.qkv(x)  # (B, T, 3C)
         qkv = ops.reshape(qkv, (batch, length, 3, nh, hs))  # (B, T, 3, nh, hs)
         qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, nh, T, hs)
-        q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, nh, T, hs)
-        att = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # (B, nh, T, T)
-        att = ops.cast(att, "float32") * (1.0 / math.sqrt(hs))  # softmax in fp32 under bf16
-        att = ops.where(causal_mask(length, segment_ids), att, _MASKED)  # (B, nh, T, T)
+        return qkv[0], qkv[1], qkv[2]  # each (B, nh, T, hs)
+
+    def _attend(self, q, k, v, mask, *, training):
+        """Queries q (B, nh, T, hs) over keys/values k, v (B, nh, S, hs) where ``mask``."""
+        batch, length = ops.shape(q)[0], ops.shape(q)[2]
+        att = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # (B, nh, T, S)
+        att = ops.cast(att, "float32") * (1.0 / math.sqrt(self.head_dim))  # fp32 under bf16
+        att = ops.where(mask, att, _MASKED)  # (B, nh, T, S)
         att = ops.cast(ops.softmax(att, axis=-1), self.compute_dtype)
         att = self.attn_dropout(att, training=training)
         y = ops.matmul(att, v)  # (B, nh, T, hs)

@@ -71,6 +71,13 @@ class DecoderBlock(keras.layers.Layer):
         x = x + self.attn(self.ln_1(x), segment_ids=segment_ids, training=training)  # (B, T, C)
         return x + self.mlp(self.ln_2(x), training=training)  # (B, T, C)
 
+    def call_cached(self, x, cache, index):
+        """``call`` at positions index.. of x (B, T, C), attending to ``cache`` (2, B, nh, S, hs)
+        for earlier positions; returns (B, T, C) and the cache with these positions added."""
+        h, cache = self.attn.call_cached(self.ln_1(x), cache, index)
+        x = x + h  # (B, T, C)
+        return x + self.mlp(self.ln_2(x)), cache
+
     def get_config(self):
         return {
             **super().get_config(),

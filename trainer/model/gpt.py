@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras import ops
 
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS
+from trainer.model import kv_cache
 from trainer.model.block import DecoderBlock
 from trainer.model.config import GPTConfig
 from trainer.model.initializers import normal_init
@@ -111,6 +112,36 @@ class GPT(keras.Model):
             x = self._run_block(block, x, segment_ids, training)  # (B, T, C)
         logits = self.head(self.ln_f(x))  # (B, T, V)
         return ops.cast(logits, "float32")
+
+    def init_cache(self, batch_size, length):
+        """An empty key/value cache for ``batch_size`` sequences of up to ``length`` tokens."""
+        cfg = self.gpt_config
+        return kv_cache.empty(
+            num_layers=cfg.num_layers,
+            batch_size=batch_size,
+            num_heads=cfg.num_heads,
+            length=length,
+            head_dim=cfg.hidden_dim // cfg.num_heads,
+            dtype=self.compute_dtype,
+        )
+
+    def call_cached(self, tokens, cache, index):
+        """Logits for tokens (B, T) at positions index .. index + T - 1, reusing ``cache``.
+
+        The decoding path: ``cache`` (``init_cache``) holds the keys and values of positions
+        < index; the result is (float32 logits (B, T, V), the cache with these positions
+        added), equal to ``call`` on the whole prefix at these positions. The sequence is one
+        document (no segment masking, positions from 0), as a prompt is at inference.
+        """
+        length = ops.shape(tokens)[1]
+        positions = ops.expand_dims(index + ops.arange(length), 0)  # (1, T)
+        x = self.wte(tokens) + self.wpe(positions)  # (B, T, C)
+        layers = []
+        for block, layer_cache in zip(self.blocks, ops.unstack(cache, self.gpt_config.num_layers)):
+            x, layer_cache = block.call_cached(x, layer_cache, index)  # (B, T, C)
+            layers.append(layer_cache)
+        logits = self.head(self.ln_f(x))  # (B, T, V)
+        return ops.cast(logits, "float32"), ops.stack(layers)
 
     def _run_block(self, block, x, segment_ids, training):
         if not (self.gpt_config.recompute and training):

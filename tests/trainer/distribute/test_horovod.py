@@ -13,7 +13,6 @@ from schemas import manifest
 from trainer import loop
 from trainer.config import TrainConfig
 from trainer.distribute.horovod import HorovodBackend
-from trainer.distribute.smddp import SmddpBackend
 from trainer.model import GPTConfig
 
 
@@ -77,43 +76,3 @@ def test_the_recipe_runs_in_order_with_tf_variables(tmp_path):
     assert [row["step"] for row in result.history] == [1, 2, 3]
     assert np.isfinite(result.history[-1]["loss"])
     assert (tmp_path / "run" / "checkpoints" / "checkpoint").exists()  # rank 0 checkpoints
-
-
-class FakeSmddp:
-    """Two identical workers: the library averages, so the backend must multiply back."""
-
-    def __init__(self):
-        self.initialized = False
-
-    def init(self):
-        self.initialized = True
-
-    def rank(self):
-        return 0
-
-    def size(self):
-        return 2
-
-    def local_rank(self):
-        return 0
-
-    def oob_allreduce(self, tensor):
-        return tensor  # the average of two equal tensors
-
-    def DistributedGradientTape(self, tape):
-        class Tape:
-            def gradient(self, loss, sources):
-                return tape.gradient(loss, sources)
-
-        return Tape()
-
-
-def test_smddp_turns_its_averages_into_sums():
-    sdp = FakeSmddp()
-    backend = SmddpBackend(sdp=sdp)
-    assert sdp.initialized and (backend.rank, backend.world_size, backend.num_replicas) == (0, 2, 2)
-    assert float(backend.all_reduce_sum(tf.constant(3.0))) == 6.0
-    variable = keras.Variable(2.0)
-    with tf.GradientTape() as tape:
-        loss = variable * 5.0
-    assert [float(g) for g in backend.gradients(tape, loss, [variable])] == [10.0]

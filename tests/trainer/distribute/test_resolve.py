@@ -84,3 +84,26 @@ def test_single_backend_is_the_chief_of_one():
         1,
         True,
     )
+
+
+def test_mpirun_on_sagemaker_hosts_is_horovod():
+    env = {"SM_HOSTS": '["algo-1", "algo-2"]', "SM_CURRENT_HOST": "algo-1"}
+    assert resolve_backend_name("auto", env={**env, "OMPI_COMM_WORLD_RANK": "5"}, num_gpus=8) == (
+        "horovod"
+    )
+
+
+def test_one_sagemaker_host_is_a_one_worker_cluster():
+    env = {"SM_HOSTS": '["algo-1"]', "SM_CURRENT_HOST": "algo-1"}
+    assert cluster_from_env(env, port=7) == {
+        "cluster": {"worker": ["algo-1:7"]},
+        "task": {"type": "worker", "index": 0},
+    }
+
+
+def test_smddp_is_refused_naming_the_reason_and_the_replacement():
+    with pytest.raises(BackendUnavailable) as raised:
+        make_backend("smddp")
+    message = str(raised.value)
+    assert "TensorFlow 2.11" in message and "PyTorch-only" in message
+    assert "--backend=multiworker" in message and "NCCL" in message

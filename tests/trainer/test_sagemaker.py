@@ -1,0 +1,55 @@
+"""``python -m trainer.sagemaker``: the dry run offline, flags checked, the SDK only to submit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from trainer import sagemaker, sagemaker_spec
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAUNCH = [
+    "--image=123456789012.dkr.ecr.us-east-1.amazonaws.com/pilepack-train:2.21.0",
+    "--train_data=s3://bucket/pile/train/",
+    "--instance_count=2",
+]
+
+
+def test_dry_run_prints_the_specification(capsys):
+    train = ["--preset=125m", "--steps=10", "--global_batch_size=64", "--bf16"]
+    assert sagemaker.main([*LAUNCH, "--dry_run", "--", *train]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    options = sagemaker_spec.JobOptions(image=LAUNCH[0].split("=", 1)[1],
+                                        train_data="s3://bucket/pile/train/", instance_count=2)
+    assert spec == sagemaker_spec.job_spec(options, train_flags=train)
+
+
+def test_trainer_flags_are_checked_before_anything_is_submitted(capsys):
+    with pytest.raises(SystemExit) as exited:
+        sagemaker.main([*LAUNCH, "--dry_run", "--", "--stpes=10", "--global_batch_size=8"])
+    assert exited.value.code == 2
+    assert "--stpes (did you mean --steps?)" in capsys.readouterr().err
+    assert sagemaker.main([*LAUNCH, "--dry_run", "--", "--steps=0", "--global_batch_size=8"]) == 2
+    assert "--steps must be >= 1" in capsys.readouterr().err
+    assert sagemaker.main([*LAUNCH, "--spot", "--dry_run"]) == 2
+    assert "--spot needs --checkpoint_s3_uri" in capsys.readouterr().err
+
+
+def test_submitting_without_the_sdk_names_the_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "sagemaker", None)  # not installed
+    monkeypatch.delitem(sys.modules, "trainer.sagemaker_sdk", raising=False)
+    assert sagemaker.main([*LAUNCH, "--", "--steps=10", "--global_batch_size=8"]) == 2
+    err = capsys.readouterr().err
+    assert "pilepack[sagemaker]" in err and "requirements-sagemaker.lock" in err
+
+
+def test_the_launcher_imports_neither_tensorflow_nor_the_sdk():
+    code = (
+        "import sys, trainer.sagemaker, trainer.sagemaker_spec, trainer.sagemaker_env; "
+        "print(sorted(m for m in ('tensorflow', 'keras', 'sagemaker') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
