@@ -38,7 +38,8 @@ def write_dead_letters(letters, *, directory: str, split: str, file_index: int) 
     def position(letter):
         return (letter.line is not None, letter.line or 0, letter.offset or 0, letter.reason)
 
-    lines = [json.dumps(letter.to_json(), sort_keys=True) for letter in sorted(letters, key=position)]
+    ordered = sorted(letters, key=position)
+    lines = [json.dumps(letter.to_json(), sort_keys=True) for letter in ordered]
     relative = dead_letter_path(split=split, file_index=file_index)
     with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
         handle.write(("\n".join(lines) + "\n").encode())
