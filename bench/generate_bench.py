@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         options.preset, vocab_size=options.vocab_size, seq_len=options.seq_len
     )
     model = build_model(config)
-    rows = [measure(model=model, options=options, batch=b) for b in options.batch_sizes]
+    batches = [int(b) for b in options.batch_sizes]  # a tuple flag parses as strings
+    rows = [measure(model=model, options=options, batch=b) for b in batches]
     print(
         json.dumps(
             {

@@ -13,15 +13,15 @@
 #    (python -m trainer.generate --export_dir=...).
 #
 # Environment: PYTHON (default python), STEPS (training steps per run, 20), BATCH (global batch
-# of the 125m runs, 8), BATCH_350M (4), PEAK_TFLOPS (the GPU's dense bf16 peak, for MFU;
-# default: looked up from the GPU's name below, else MFU is not printed).
+# of the 125m runs: 8 on a GPU of >= 100 GiB, else 4), BATCH_350M (4, else 2; bench.train_bench
+# also runs float32, which needs twice bf16's activations: python -m trainer.memory),
+# PEAK_TFLOPS (the GPU's dense bf16 peak, for MFU; default: looked up from the GPU's name
+# below, else MFU is not printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python}
 STEPS=${STEPS:-20}
-BATCH=${BATCH:-8}
-BATCH_350M=${BATCH_350M:-4}
 WORK=${1:-$(mktemp -d -t pilepack-gpu-check-XXXXXX)}
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 START=$SECONDS
@@ -47,6 +47,9 @@ case "$GPU_NAME" in  # dense bf16 tensor-core peak, TFLOP/s (NVIDIA's data sheet
 esac
 PEAK=${PEAK_TFLOPS:-$PEAK}
 echo "peak for MFU: $PEAK TFLOP/s ($GPU_NAME; set PEAK_TFLOPS to override)"
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1)
+if (( ${GPU_MIB%%.*} >= 100 * 1024 )); then BATCH=${BATCH:-8} BATCH_350M=${BATCH_350M:-4}
+else BATCH=${BATCH:-4} BATCH_350M=${BATCH_350M:-2}; fi
 
 stage "dataset: the built-in sample, seq_len 2048"
 "$PYTHON" -m pipeline.run --runner=DirectRunner --output="$WORK/data" --seq_len=2048 2>&1 \

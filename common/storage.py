@@ -7,10 +7,15 @@ S3 endpoints and credentials come from the standard AWS chain (``AWS_ENDPOINT_UR
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import posixpath
+import shutil
 import uuid
 
 import fsspec
+
+from common.errors import PilepackError
 
 # Leftovers of a killed run carry this marker; readers ignore them and a rerun deletes them.
 TMP_MARKER = ".inprogress-"
@@ -22,12 +27,16 @@ def filesystem(path: str):
     return fs, stripped
 
 
-def _protocol(fs) -> str:
+def protocol(fs) -> str:
     return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 
 
 def is_object_store(fs) -> bool:
-    return _protocol(fs) in ("s3", "s3a", "gs", "gcs", "az", "abfs", "memory")
+    return protocol(fs) in ("s3", "s3a", "gs", "gcs", "az", "abfs", "memory")
+
+
+def is_local(fs) -> bool:
+    return protocol(fs) in ("file", "local")
 
 
 def join(base: str, *parts: str) -> str:
@@ -65,20 +74,58 @@ def atomic_open(path: str, mode: str = "wb"):
                 handle.discard()
             with contextlib.suppress(Exception):
                 handle.closed = True
-            if _protocol(fs) == "memory":  # it stores a file when opened: remove the partial one
+            if protocol(fs) == "memory":  # it stores a file when opened: remove the partial one
                 with contextlib.suppress(Exception):
                     fs.rm(stripped)
             raise
         handle.close()
         return
-    fs.makedirs(posixpath.dirname(stripped) or ".", exist_ok=True)
     name = f"{TMP_MARKER}{uuid.uuid4().hex}-{posixpath.basename(stripped)}"
     tmp = posixpath.join(posixpath.dirname(stripped), name)
+    counted = None
     try:
+        fs.makedirs(posixpath.dirname(stripped) or ".", exist_ok=True)
         with fs.open(tmp, mode) as handle:
-            yield handle
+            counted = _Counting(handle)
+            yield counted
         fs.mv(tmp, stripped)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(Exception):
             fs.rm(tmp)
+        if isinstance(err, OSError) and err.errno in _FULL:
+            raise StorageFullError(
+                f"{path}: {os.strerror(err.errno).lower()} after {getattr(counted, 'written', 0):,}"
+                f" bytes of it were written{_free_space(stripped)}; free space or choose another "
+                "output directory, then rerun (nothing partial was left visible)") from err
         raise
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+class StorageFullError(PilepackError, OSError):
+    """The device or quota holding an output is full."""
+
+
+class _Counting:
+    """A write handle that counts the bytes written through it (for the disk-full message)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        self.written = 0
+
+    def write(self, data) -> int:
+        result = self._handle.write(data)
+        self.written += len(data)
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+
+def _free_space(path: str) -> str:
+    try:
+        usage = shutil.disk_usage(posixpath.dirname(path) or ".")
+    except OSError:
+        return ""
+    return f" ({usage.free:,} bytes free of {usage.total:,})"

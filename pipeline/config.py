@@ -126,6 +126,12 @@ class PipelineConfig:
     overwrite: bool = flag(
         False, help="replace a complete dataset already at --output (its manifest is removed "
                     "first)")
+    dry_run: bool = flag(
+        False, help="write nothing: sample the input and print the run's text, tokens, records, "
+                    "shards, output size, core-hours and wall time (pipeline.dry_run)")
+    dry_run_cores_per_worker: int = flag(
+        0, help="with --dry_run: cores of each Beam worker; 0 = from --machine_type "
+                "(n2-standard-8 -> 8), else 1 (this machine's with the in-memory DirectRunner)")
     training: TokenizerTrainingConfig = dataclasses.field(default_factory=TokenizerTrainingConfig)
     read: ReadConfig = dataclasses.field(default_factory=ReadConfig)
 
@@ -141,6 +147,8 @@ class PipelineConfig:
                 f"--last_record must be pad or drop, got {self.last_record!r}")
         require(self.shard_bytes >= 64 * 1024,
                 f"--shard_bytes must be at least 65536, got {self.shard_bytes}")
+        require(self.dry_run_cores_per_worker >= 0,
+                f"--dry_run_cores_per_worker must be >= 0, got {self.dry_run_cores_per_worker}")
         require(self.encode_processes >= 0,
                 f"--encode_processes must be >= 0 (0 = auto), got {self.encode_processes}")
         require(not self.split

@@ -19,6 +19,9 @@ class InputFile:
     index: int
     path: str  # an absolute local path, or a URL with its scheme
     bytes: int
+    # The file's version when listed: its ETag on object stores, else its mtime ("" = unknown).
+    # Reading checks size and version, so a file replaced during a run fails the run.
+    version: str = ""
 
 
 def _with_scheme(original: str, stripped: str) -> str:
@@ -29,7 +32,7 @@ def _with_scheme(original: str, stripped: str) -> str:
 
 def expand_inputs(spec: str) -> list[InputFile]:
     """Expand a comma list of globs/directories/files into InputFiles sorted by path."""
-    found: dict[str, int] = {}
+    found: dict[str, dict] = {}
     for item in (part.strip() for part in spec.split(",")):
         if not item:
             continue
@@ -40,7 +43,7 @@ def expand_inputs(spec: str) -> list[InputFile]:
                 raise InputError(f"--input {item!r} matches no file; check the pattern")
             for path, info in matches.items():
                 if info.get("type") != "directory":
-                    found[_with_scheme(item, path)] = int(info.get("size") or 0)
+                    found[_with_scheme(item, path)] = info
         elif fs.isdir(stripped):
             listed = [
                 info for info in fs.find(stripped, detail=True).values()
@@ -51,10 +54,42 @@ def expand_inputs(spec: str) -> list[InputFile]:
                     f"--input directory {item!r} holds no {', '.join(SUFFIXES[:4])} files"
                 )
             for info in listed:
-                found[_with_scheme(item, info["name"])] = int(info.get("size") or 0)
+                found[_with_scheme(item, info["name"])] = info
         elif fs.exists(stripped):
             # Spelled like glob and directory matches, so a file named twice is read once.
-            found[_with_scheme(item, stripped)] = int(fs.size(stripped) or 0)
+            found[_with_scheme(item, stripped)] = fs.info(stripped)
         else:
             raise InputError(f"--input {item!r} does not exist (no such file, directory or glob)")
-    return [InputFile(index=i, path=p, bytes=found[p]) for i, p in enumerate(sorted(found))]
+    return [InputFile(index=i, path=p, bytes=int(found[p].get("size") or 0),
+                      version=file_version(found[p]))
+            for i, p in enumerate(sorted(found))]
+
+
+def file_version(info: dict) -> str:
+    """What changes when a file is rewritten: the ETag where the store has one, else mtime."""
+    for key in ("ETag", "etag", "mtime", "LastModified", "last_modified", "created"):
+        if info.get(key):
+            return f"{key}={info[key]}"
+    return ""
+
+
+class InputChangedError(InputError):
+    """An input file changed or disappeared between listing and reading it."""
+
+
+def check_unchanged(file: InputFile, fs, stripped: str, *, when: str) -> None:
+    """Raise InputChangedError if ``file`` no longer has the size and version it was listed
+    with (a run must never mix two versions of an input)."""
+    if not file.version:
+        return
+    try:
+        info = fs.info(stripped)
+    except FileNotFoundError:
+        raise InputChangedError(f"input {file.path} disappeared {when}; the run stops so that "
+                                "no dataset mixes versions of its input: rerun") from None
+    size, version = int(info.get("size") or 0), file_version(info)
+    if (size, version) != (file.bytes, file.version):
+        raise InputChangedError(
+            f"input {file.path} changed {when} (listed: {file.bytes:,} bytes, {file.version}; "
+            f"now: {size:,} bytes, {version}); the run stops so that no dataset mixes versions "
+            "of its input: rerun once the input is stable")

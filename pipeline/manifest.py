@@ -110,7 +110,8 @@ def software_versions() -> dict:
 
 
 def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpec,
-                   tokenizer: dict, inputs: list, created: str | None = None) -> dict:
+                   tokenizer: dict, inputs: list, created: str | None = None,
+                   run_id: str = "") -> dict:
     shards = sorted(summary.shards, key=lambda s: s.path)
     pack = PackStats(**{k: summary.pack.get(k, 0) for k in PackStats.__dataclass_fields__})
     all_subsets = summed(summary.subsets.values())
@@ -133,6 +134,7 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         "version": manifest_schema.VERSION,
         "split": config.split,
         "created": created or datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "run_id": run_id,  # the run that claimed and committed it (pipeline.claim)
         **spec.manifest_fields(chunk_bytes=config.read.chunk_bytes),
         "tokenizer": tokenizer,
         "shards": [s.to_json() for s in shards],
@@ -153,7 +155,8 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
 
 
 class _CommitManifestFn(beam.DoFn):
-    def __init__(self, *, config, spec, tokenizer, inputs):
+    def __init__(self, *, config, spec, tokenizer, inputs, run_id=""):
+        self._run_id = run_id
         self._config = config
         self._spec = spec
         self._tokenizer = tokenizer
@@ -161,7 +164,8 @@ class _CommitManifestFn(beam.DoFn):
 
     def process(self, summary: Summary):
         doc = build_manifest(summary, config=self._config, spec=self._spec,
-                             tokenizer=self._tokenizer, inputs=self._inputs)
+                             tokenizer=self._tokenizer, inputs=self._inputs,
+                             run_id=self._run_id)
         counts = doc["accounting"]
         bad = sum(counts["rejected"].values())
         if counts["read"] and bad / counts["read"] > self._config.read.max_bad_fraction:
@@ -183,10 +187,10 @@ class CommitManifest(beam.PTransform):
     """Flattened statistics -> the path of the written manifest (one element)."""
 
     def __init__(self, *, config: PipelineConfig, spec: DatasetSpec, tokenizer: dict,
-                 inputs: list):
+                 inputs: list, run_id: str = ""):
         super().__init__()
         self._fn = _CommitManifestFn(config=config, spec=spec, tokenizer=tokenizer,
-                                     inputs=inputs)
+                                     inputs=inputs, run_id=run_id)
 
     def expand(self, stats):
         return (

@@ -17,7 +17,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from common import storage
 from common.errors import PilepackError
 from pipeline.config import ReadConfig, TokenizerTrainingConfig
-from tokenizer.model_info import ModelInfo, describe
+from tokenizer.model_info import ModelInfo, describe, parse_model
 from tokenizer.spec import MODEL_FILENAME
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ def copy_model(source: str, directory: str) -> tuple[str, bytes]:
         model = load_model_bytes(source)
     except OSError as err:
         raise TokenizerError(f"--tokenizer_model {source!r} cannot be read: {err}") from err
+    parse_model(model, source=f"--tokenizer_model {source}")  # before it is copied anywhere
     if source != target:
         with storage.atomic_open(target, "wb") as handle:
             handle.write(model)

@@ -17,7 +17,7 @@ from common import storage
 from common.errors import DataError
 from pipeline import decode, parse
 from pipeline.config import ReadConfig
-from pipeline.inputs import InputFile
+from pipeline.inputs import InputChangedError, InputFile, check_unchanged
 
 DEAD_LETTERS = "dead_letters"
 READ_STATS = "read_stats"
@@ -75,6 +75,7 @@ def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLe
     fs, stripped = storage.filesystem(file.path)
     last_line = 0
     try:
+        check_unchanged(file, fs, stripped, when="after the run listed it")
         with fs.open(stripped, "rb") as raw:
             stats.format, blocks = decode.open_blocks(
                 raw, path=file.path, max_window_bytes=config.max_window_bytes
@@ -103,8 +104,11 @@ def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLe
     except decode.StreamError as err:
         # The part of a line cut by the damage is counted once, as this dead letter.
         yield dead(last_line + 1, err.offset, err.reason, err.detail)
+    except InputChangedError:
+        raise
     except OSError as err:
         yield dead(None, None, "unreadable_file", f"{type(err).__name__}: {err}")
+    check_unchanged(file, fs, stripped, when="while the run read it")
     if pending:
         yield Chunk(file.index, chunk_index, tuple(pending))
     yield stats

@@ -49,6 +49,9 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False)
     from tokenizer.encoder import load_model_bytes
 
     dataset = manifest_lib.load(manifest_path)
+    problem = dataset.tokenizer_file_problem()
+    if problem:
+        raise manifest_lib.ManifestError(f"{dataset.manifest_path}: {problem}")
     sp = spm.SentencePieceProcessor(model_proto=load_model_bytes(dataset.tokenizer_path))
     result = RoundTrip()
     decoded = iter_written_documents(dataset)

@@ -15,7 +15,7 @@ import sys
 import time
 
 from common import cli
-from common.errors import ConfigError
+from common.errors import ConfigError, PilepackError, find_error
 from common.flags import ArgumentParser, add_flags, from_args
 from pipeline.config import PipelineConfig
 
@@ -27,7 +27,8 @@ log = logging.getLogger("pilepack")
 SAMPLE_OUTPUT = "output/sample"
 
 
-def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool) -> None:
+def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
+                   run_id: str) -> None:
     """Read -> [FanOut] -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters, and
     last the manifest from everyone's statistics."""
     import apache_beam as beam
@@ -65,7 +66,7 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     (
         (shards, parts.chunk_stats, read.read_stats, dead)
         | "AllStatistics" >> beam.Flatten()
-        | "Manifest" >> CommitManifest(config=config, spec=spec,
+        | "Manifest" >> CommitManifest(config=config, spec=spec, run_id=run_id,
                                        tokenizer=tokenizer.manifest_entry(), inputs=inputs)
     )
 
@@ -75,7 +76,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline import output_dir
+    from pipeline import claim, output_dir
     from pipeline.beam_options import fanout_enabled
     from pipeline.inputs import expand_inputs
     from pipeline.prepare_tokenizer import prepare_tokenizer
@@ -85,18 +86,51 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
         raise ConfigError("--output is required with --input")
     started = time.time()
     inputs = expand_inputs(config.input)
-    output_dir.prepare(config.output, overwrite=config.overwrite)
-    tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args)
-    p = beam.Pipeline(options=PipelineOptions(beam_args))
-    build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
-                   fanout=fanout_enabled(config.fanout, beam_args))
-    result = p.run()
-    result.wait_until_finish()
-    dataset = manifest_schema.load(config.output)
+    held = claim.claim(config.output)  # before anything in --output is touched
+    try:
+        output_dir.prepare(config.output, overwrite=config.overwrite)
+        tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args)
+        p = beam.Pipeline(options=PipelineOptions(beam_args))
+        build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
+                       fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id)
+        result = run_to_completion(p)
+        dataset = manifest_schema.load(config.output)
+        if dataset.doc["run_id"] != held.run_id:
+            raise claim.OutputClaimed(
+                f"{dataset.manifest_path} was committed by run {dataset.doc['run_id']}, not by "
+                f"this run ({held.run_id}): another job wrote the same --output; check both")
+    finally:
+        claim.release(config.output, held)
     print_summary(dataset.doc, manifest_path=dataset.manifest_path,
                   seconds=time.time() - started, input_bytes=sum(f.bytes for f in inputs),
                   workers=worker_pids(result))
     return dataset.doc
+
+
+# How a Beam runner reports a worker process that died under it (killed, out of memory):
+# the portable DirectRunner loses its data channel; others lose the gRPC connection.
+_WORKER_LOST = ("Channel closed prematurely", "Socket closed", "StatusCode.UNAVAILABLE")
+
+
+class WorkerLost(PilepackError):
+    """A Beam worker process died during the run and the runner did not retry its work."""
+
+
+def run_to_completion(p):
+    """Run the pipeline; a lost worker becomes a WorkerLost error (no manifest is written,
+    and a rerun rewrites parts and shards identically), anything else propagates."""
+    try:
+        result = p.run()
+        result.wait_until_finish()
+    except Exception as err:
+        text = f"{type(err).__name__}: {err}"
+        if find_error(err) is None and any(sign in text for sign in _WORKER_LOST):
+            raise WorkerLost(
+                "a Beam worker process died during the run (killed, or out of memory?) and the "
+                f"runner did not retry its work ({text.splitlines()[0][:200]}); no manifest was "
+                "written, so no partial dataset exists: rerun the same command") from err
+        raise
+    return result
 
 
 def worker_pids(result) -> list[int]:
@@ -164,7 +198,11 @@ def main(argv=None) -> int:
 
 
 def _run(args, beam_args: list[str]) -> None:
-    if args.input:
+    if args.dry_run:
+        from pipeline.dry_run import dry_run
+
+        dry_run(from_args(PipelineConfig, args), beam_args)
+    elif args.input:
         run_split(from_args(PipelineConfig, args), beam_args)
     else:
         run_sample(args, beam_args)

@@ -14,10 +14,16 @@ import keras
 import tensorflow as tf
 
 from common import storage
+from common.errors import PilepackError
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = "checkpoints"
+
+
+class CheckpointWriteError(PilepackError):
+    """A checkpoint could not be written; the previous one is still the latest."""
+
 EXPORT_DIR = "export"
 EXPORT_FILE = "model.keras"
 
@@ -86,10 +92,25 @@ class Checkpointer:
         return step
 
     def save(self, step: int) -> str | None:
-        """Write a checkpoint for ``step`` on the chief; other processes write nothing."""
+        """Write a checkpoint for ``step`` on the chief; other processes write nothing.
+
+        TensorFlow writes a checkpoint's files first and names it in the ``checkpoint`` state
+        file last, so a failed save (a full disk, a lost mount) leaves the previous one the
+        latest: the error says which, and a rerun resumes from it.
+        """
         if not self.is_chief:
             return None
-        return self._manager.save(checkpoint_number=step)
+        previous = self._manager.latest_checkpoint
+        try:
+            return self._manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as err:
+            reason = (getattr(err, "message", None) or str(err)).strip().splitlines()[0]
+            then = (f"the previous checkpoint {previous} is intact and loadable: free space or "
+                    "fix the storage, then rerun the same command to resume from it"
+                    if previous else "there is no earlier checkpoint: free space or fix the "
+                    "storage, then rerun")
+            raise CheckpointWriteError(f"the checkpoint of step {step} could not be written to "
+                                       f"{self.directory} ({reason}); {then}") from err
 
 
 def restore_model(model: keras.Model, *, model_dir: str) -> str:

@@ -43,6 +43,16 @@ class TrainConfig:
     eval_every: int = flag(0, help="steps between evaluations (0: at the end)")
     eval_batches: int = flag(0, help="batches per evaluation (0: whole manifest)")
     xla: bool = flag(False, help="compile the step with XLA")
+    profile_steps: str = flag(
+        "",
+        help="A,B: trace global steps A to B with tf.profiler into MODEL_DIR/tensorboard/ "
+        "(TensorBoard's profile tab); empty: no trace",
+    )
+    sample_system_every_ms: int = flag(
+        500,
+        help="period of the system-metrics sampler (CPU, memory, disk, network, GPU) writing "
+        "MODEL_DIR/profile/system.jsonl; 0: off",
+    )
 
     def __post_init__(self):
         for name in ("steps", "global_batch_size", "log_every", "checkpoint_every",
@@ -92,7 +102,10 @@ class ModelOptions:
 class DistributionOptions:
     """Which backend, and how to reach the cluster (see ``trainer.distribute.resolve``)."""
 
-    backend: str = flag("auto", help="distribution backend", choices=BACKENDS)
+    backend: str = flag(
+        "auto", help="distribution backend (smddp: removed, exits naming the replacement)",
+        choices=BACKENDS,
+    )
     sagemaker_port: int = flag(
         SAGEMAKER_PORT,
         help="port for MultiWorkerMirroredStrategy when TF_CONFIG is built from SM_HOSTS",

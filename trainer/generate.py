@@ -1,4 +1,4 @@
-"""Complete prompts with a trained GPT: ``python -m trainer.generate``.
+r"""Complete prompts with a trained GPT: ``python -m trainer.generate``.
 
     python -m trainer.generate --export_dir=runs/tiny/export/saved_model --prompt='def main(' \
         --prompt='The river' [--max_new_tokens=64 --temperature=0.8 --top_k=40 --top_p=0.95]

@@ -19,8 +19,9 @@ from trainer.data import make_dataset, plan_for_context
 from trainer.distribute.base import Backend
 from trainer.evaluate import Evaluator
 from trainer.model import GPTConfig, build_model, param_count
+from trainer.observe.telemetry import Telemetry
 from trainer.optim import build_optimizer
-from trainer.step import make_train_step
+from trainer.step import make_batch_train_step
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ def _train_input(
     start_step: int,
     use_segments: bool,
     input_files: list,
+    map_input=None,
 ):
     """The distributed training batches, starting after ``start_step`` global batches."""
 
@@ -83,7 +85,7 @@ def _train_input(
             dataset=train_data, context=context, global_batch_size=cfg.global_batch_size
         )
         input_files.extend(plan.files)
-        return make_dataset(
+        dataset = make_dataset(
             plan=plan,
             spec=train_data.record_spec,
             seed=cfg.seed,
@@ -91,6 +93,7 @@ def _train_input(
             use_segments=use_segments,
             start_batch=start_step * plan.replicas_per_pipeline,
         )
+        return map_input(dataset) if map_input else dataset
 
     return backend.distribute_dataset(dataset_fn)
 
@@ -126,14 +129,22 @@ def train(
     train_data: Dataset,
     model_dir: str,
     eval_data: Dataset | None = None,
+    map_input=None,
 ) -> TrainResult:
     """Train (or resume training) ``model_config`` on ``train_data`` until ``train_config.steps``.
 
     Resumes from the newest checkpoint in ``model_dir`` and continues with exactly the batches
     an uninterrupted run would have read next. The chief writes ``run.json``, checkpoints,
-    ``metrics.jsonl`` and ``export/model.keras``; every process computes.
+    ``metrics.jsonl``, ``tensorboard/``, ``profile/`` and ``export/model.keras``; every process
+    computes. ``map_input`` (tests) transforms each input pipeline's ``tf.data.Dataset``.
     """
     cfg = train_config
+    telemetry = Telemetry(
+        model_dir=model_dir,
+        enabled=backend.is_chief,
+        profile_steps=cfg.profile_steps,
+        sample_every_ms=cfg.sample_system_every_ms,
+    )
     saved = run_record.read(model_dir)
     _check_run(
         model_config=model_config,
@@ -197,9 +208,10 @@ def train(
             start_step=batches_done,
             input_files=input_files,
             use_segments=model_config.use_segments,
+            map_input=map_input,
         )
     )
-    train_step = make_train_step(
+    train_step = make_batch_train_step(
         model=model,
         optimizer=optimizer,
         backend=backend,
@@ -221,8 +233,9 @@ def train(
     history, evals = [], []
     tokens_per_step = cfg.global_batch_size * model_config.seq_len
     clock, clock_step = time.perf_counter(), start_step
-    for step in range(start_step + 1, cfg.steps + 1):
-        stats = train_step(iterator)
+    for step in telemetry.steps(start_step + 1, cfg.steps):  # closes it however the loop ends
+        stats = train_step(*telemetry.next_batch(iterator))
+        telemetry.step_done(step, wait_for=stats["loss"])
         examples_seen.assign_add(cfg.global_batch_size)
         last = step == cfg.steps
         if step % cfg.log_every == 0 or last:
@@ -236,13 +249,15 @@ def train(
             history.append(row)
             if backend.is_chief:
                 _append_metrics(model_dir, row)
+                timing = telemetry.log_train(step, row)
                 log.info(
-                    "step %d loss %.4f lr %.2e grad_norm %.3f tokens/s %.0f",
+                    "step %d loss %.4f lr %.2e grad_norm %.3f tokens/s %.0f input wait %.0f%%",
                     step,
                     row["loss"],
                     row["lr"],
                     row["grad_norm"],
                     row["tokens_per_s"],
+                    100 * timing["input_wait_fraction"],
                 )
             clock, clock_step = now, step
         checkpoint_now = step % cfg.checkpoint_every == 0 or last
@@ -256,6 +271,7 @@ def train(
             evals.append(result)
             if backend.is_chief:
                 _append_metrics(model_dir, result)
+                telemetry.log_eval(step, result)
                 log.info(
                     "step %d eval_loss %.4f eval_perplexity %.2f",
                     step,

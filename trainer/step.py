@@ -9,7 +9,7 @@ from trainer.distribute.base import Backend
 from trainer.loss import masked_loss_sum
 
 
-def make_train_step(
+def make_batch_train_step(
     *,
     model: keras.Model,
     optimizer,
@@ -18,7 +18,8 @@ def make_train_step(
     pad_id: int,
     xla: bool = False,
 ):
-    """A ``tf.function(iterator) -> {loss, grad_norm, tokens, local_tokens}`` for one step.
+    """A ``tf.function(inputs, labels) -> {loss, grad_norm, tokens, local_tokens}`` for one
+    step on a batch of the distributed iterator (the loop fetches it, to time the input wait).
 
     Each replica divides its summed loss by the global number of real tokens, so the
     all-reduced (summed) gradient is the gradient of the global mean loss; the global
@@ -49,8 +50,7 @@ def make_train_step(
         replica_step = tf.function(replica_step, jit_compile=True)
 
     @tf.function
-    def train_step(iterator):
-        inputs, labels = next(iterator)
+    def train_step(inputs, labels):
         stats = backend.run(replica_step, args=(inputs, labels))
         local_tokens = tf.add_n(
             backend.strategy.experimental_local_results(stats.pop("local_tokens"))
@@ -59,6 +59,18 @@ def make_train_step(
             **{k: backend.first_local(v) for k, v in stats.items()},
             "local_tokens": local_tokens,
         }
+
+    return train_step
+
+
+def make_train_step(**kwargs):
+    """``make_batch_train_step`` (same arguments) taking the batch from an iterator in the
+    step: a ``tf.function(iterator) -> {loss, grad_norm, tokens, local_tokens}``."""
+    step_on_batch = make_batch_train_step(**kwargs)
+
+    @tf.function
+    def train_step(iterator):
+        return step_on_batch(*next(iterator))
 
     return train_step
 

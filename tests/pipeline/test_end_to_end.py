@@ -123,7 +123,7 @@ def test_rerun_gives_identical_shards_and_manifest(train_split, corpus, tmp_path
     assert [s["sha256"] for s in first["shards"]] == [s["sha256"] for s in second["shards"]]
     assert first["tokenizer"]["sha256"] == second["tokenizer"]["sha256"]
     for doc in (first, second):
-        doc.pop("created")
+        doc.pop("created"), doc.pop("run_id")
         doc["config"].pop("output")
         doc["tokenizer"]["trained"].pop("sampling_seconds")
         doc["tokenizer"]["trained"].pop("training_seconds")

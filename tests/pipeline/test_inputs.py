@@ -29,7 +29,9 @@ def _names(files: list[InputFile], root) -> list[str]:
 
 def test_a_file_keeps_the_path_as_given(corpus):
     path = str(corpus / "b.jsonl")
-    assert expand_inputs(path) == [InputFile(index=0, path=path, bytes=3)]
+    (listed,) = expand_inputs(path)
+    assert listed == InputFile(index=0, path=path, bytes=3, version=listed.version)
+    assert listed.version.startswith("mtime=")  # what reading checks, with the size
 
 
 def test_glob_lists_matches_sorted_and_indexed(corpus):
@@ -51,7 +53,7 @@ def test_directory_is_searched_recursively_for_known_suffixes(corpus):
 def test_comma_list_is_sorted_deduplicated_and_ignores_blanks(corpus):
     b, c = str(corpus / "b.jsonl"), str(corpus / "sub" / "c.jsonl.gz")
     files = expand_inputs(f" {c} ,, {b},{c},")
-    assert files == [InputFile(index=0, path=b, bytes=3), InputFile(index=1, path=c, bytes=7)]
+    assert [(f.index, f.path, f.bytes) for f in files] == [(0, b, 3), (1, c, 7)]
 
 
 def test_the_same_spec_always_gives_the_same_list(corpus):
@@ -101,3 +103,38 @@ def test_missing_fsspec_url_is_refused_by_name(memory_root):
     with pytest.raises(ValueError, match="does not exist") as err:
         expand_inputs(url)
     assert url in str(err.value)
+
+
+def test_a_file_changed_or_removed_after_listing_stops_the_read(corpus):
+    from pipeline.config import ReadConfig
+    from pipeline.inputs import InputChangedError
+    from pipeline.read import read_file
+
+    path = corpus / "b.jsonl"
+    (listed,) = expand_inputs(str(path))
+    path.write_bytes(b"{}\n{}\n")  # rewritten after the run listed it
+    with pytest.raises(InputChangedError, match="changed after the run listed it .* rerun"):
+        list(read_file(listed, config=ReadConfig()))
+    os.remove(path)
+    with pytest.raises(InputChangedError, match="disappeared"):
+        list(read_file(listed, config=ReadConfig()))
+
+
+def test_a_file_changed_while_it_is_read_stops_the_read(tmp_path):
+    import time
+
+    from datagen.pile_files import pile_doc, write_jsonl_zst
+    from pipeline.config import ReadConfig
+    from pipeline.inputs import InputChangedError
+    from pipeline.read import read_file
+
+    path = tmp_path / "in.jsonl.zst"
+    write_jsonl_zst(path, [pile_doc("word " * 400) for _ in range(20)])
+    (listed,) = expand_inputs(str(path))
+    items = read_file(listed, config=ReadConfig(chunk_bytes=1024))
+    next(items)  # the first chunk is out
+    time.sleep(0.01)
+    with open(path, "ab") as handle:  # another writer appends meanwhile
+        handle.write(b"\0")
+    with pytest.raises(InputChangedError, match="changed while the run read it"):
+        list(items)

@@ -122,6 +122,7 @@ def comparable(doc: dict) -> dict:
     """A manifest without what legitimately differs between two runs of the same input."""
     doc = copy.deepcopy(doc)
     doc.pop("created")
+    doc.pop("run_id", None)
     doc["config"].pop("output")
     doc["config"].pop("input")
     for entry in doc["inputs"]:

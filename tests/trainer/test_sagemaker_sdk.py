@@ -5,8 +5,8 @@ import pytest
 
 pytest.importorskip("sagemaker.train", reason="the SageMaker SDK: requirements-sagemaker.lock")
 
-from trainer import sagemaker_sdk  # noqa: E402
-from trainer.sagemaker_spec import JobOptions, job_spec  # noqa: E402
+from trainer import sagemaker_sdk
+from trainer.sagemaker_spec import JobOptions, job_spec
 
 
 def test_both_distributions_and_data_sources_become_sdk_objects(tmp_path):

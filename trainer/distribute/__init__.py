@@ -1,4 +1,4 @@
-"""Rank, world size, chief-ness and the gradient all-reduce: one small abstraction, five backends.
+"""Rank, world size, chief-ness and the gradient all-reduce: one small abstraction, four backends.
 
 ``Backend`` is all the training loop knows about distribution. ``make_backend`` builds one by
 name; ``resolve.py`` turns ``--backend=auto`` and the cluster environment into a name and a

@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from trainer.distribute import make_backend
 from trainer.distribute.tf_strategy import cluster_resolver, communication_options
 
 CLUSTER = {
@@ -28,3 +29,10 @@ def test_a_cpu_worker_reports_no_accelerators():
 def test_gpus_all_reduce_with_nccl_and_cpus_with_tensorflows_choice():
     assert communication_options(num_gpus=8).implementation == NCCL
     assert communication_options(num_gpus=0).implementation == AUTO  # ring: the only CPU choice
+
+
+def test_the_start_up_line_names_the_devices():
+    # bench/gpu_check.sh fails a GPU run whose line names a CPU device
+    backend = make_backend("single")
+    assert backend.devices == ("/job:localhost/replica:0/task:0/device:CPU:0",)
+    assert backend.describe().endswith("devices=/job:localhost/replica:0/task:0/device:CPU:0")

@@ -1,0 +1,395 @@
+"""``python -m pipeline.run --dry_run``: what a run would cost, from a small sample; writes nothing.
+
+It lists the inputs, reads the first ``SAMPLE_TEXT_BYTES`` of text of up to ``MAX_SAMPLED_FILES``
+of them (evenly spaced) with the pipeline's own decoder and parser, and extrapolates:
+
+* text bytes per input byte, per file (compressed bytes consumed against text parsed; a file
+  read to its end is counted exactly), and the number of documents;
+* tokens: with ``--tokenizer_model`` the sample is tokenized and bytes per token measured per
+  subset; without one, ``ASSUMED_BYTES_PER_TOKEN`` is assumed (and said so);
+* records, shards and output bytes from the packing rules (``pipeline.pack``,
+  ``pipeline.shard_plan``): exact for files read to their end, whose chunks are rebuilt;
+* core-hours at ``TEXT_MB_PER_CORE_SECOND``, the pipeline's measured throughput per core
+  (``THROUGHPUT_SOURCE``), and wall time on Beam's ``--num_workers`` workers of
+  ``--dry_run_cores_per_worker`` cores (else the cores of ``--machine_type``, e.g.
+  ``n2-standard-8`` -> 8), capped by the parallelism the run can use (chunks with fan-out,
+  files without) and by reading the largest file, which one worker does start to end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import re
+import time
+
+from common import storage
+from pipeline import decode, parse
+from pipeline.config import PipelineConfig, ReadConfig
+from pipeline.inputs import InputFile
+
+SAMPLE_TEXT_BYTES = 1 << 20  # text read from the start of each sampled file
+MAX_SAMPLED_FILES = 16  # evenly spaced over the inputs; the others are taken to be alike
+# Without --tokenizer_model: a common figure for English web text with a 32k-50k BPE vocabulary;
+# code, math and other languages take more tokens per byte.
+ASSUMED_BYTES_PER_TOKEN = 4.0
+# Text MB per core-second of the whole pipeline with fan-out (read, tokenize with a 32,000-piece
+# BPE, pack, write parts and shards): two multi_processing DirectRunner workers on two busy
+# cores, one input file (the run's total over 2 cores), median of interleaved reps.
+TEXT_MB_PER_CORE_SECOND = 2.5
+THROUGHPUT_SOURCE = ("python -m bench.scaling_bench: 2 workers on a 2-core x86-64 machine, "
+                     "50 MB Pile-format corpus, 32k BPE (BENCHMARKS.md, 'Scaling out')")
+_MACHINE_CORES = (re.compile(r"^(?:[a-z0-9]+-)?custom-(\d+)-\d+(?:-ext)?$"),  # custom-8-32768
+                  re.compile(r"^[a-z][a-z0-9]*-[a-z]+-(\d+)(?:-[a-z0-9]+)?$"))  # n2-standard-8
+
+
+@dataclasses.dataclass
+class FileSample:
+    """What the start of one input file says about all of it."""
+
+    file: InputFile
+    text_bytes: int = 0
+    documents: int = 0
+    tokens: int = 0  # of the sampled documents (0 without a tokenizer model)
+    consumed: int = 0  # compressed bytes read by the decoder
+    produced: int = 0  # decompressed bytes those gave
+    line_bytes: int = 0  # decompressed bytes of the lines parsed
+    complete: bool = False  # read to its end: the figures are the file's own
+    seconds: float = 0.0
+    subsets: dict = dataclasses.field(default_factory=dict)  # subset -> [text bytes, tokens]
+    chunk_labels: list = dataclasses.field(default_factory=list)  # per chunk, when complete
+
+    @property
+    def text_per_input_byte(self) -> float:
+        if self.complete or not self.consumed or not self.line_bytes:
+            return self.text_bytes / max(1, self.file.bytes)
+        return (self.text_bytes / self.line_bytes) * (self.produced / self.consumed)
+
+
+class _Counted(io.RawIOBase):
+    """A raw stream that counts the bytes read through it (``tell`` = bytes read)."""
+
+    def __init__(self, raw):
+        self._raw, self.bytes = raw, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._raw.read(len(buffer))
+        buffer[:len(data)] = data
+        self.bytes += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.bytes
+
+
+def sample_file(file: InputFile, *, config: ReadConfig, encoder=None,
+                text_bytes: int = SAMPLE_TEXT_BYTES) -> FileSample:
+    """Read documents from the start of ``file`` until ``text_bytes`` of text (or its end)."""
+    sample = FileSample(file=file)
+    started = time.perf_counter()
+    fs, stripped = storage.filesystem(file.path)
+    pending, pending_bytes, chunk_labels = [], 0, []
+
+    def take_chunk():
+        chunk_labels.append(sum(n for n in _count_tokens(pending, encoder, sample)) + len(pending))
+        pending.clear()
+
+    with fs.open(stripped, "rb") as raw:
+        counted = _Counted(raw)
+        buffered = io.BufferedReader(counted, 64 << 10)
+        try:
+            _, blocks = decode.open_blocks(buffered, path=file.path,
+                                           max_window_bytes=config.max_window_bytes)
+            for line in decode.iter_lines(_produced(blocks, sample),
+                                          max_line_bytes=config.max_line_bytes):
+                sample.line_bytes = line.offset + line.length + 1
+                result = parse.parse_line(line.data, line=line.number) if line.data else None
+                if isinstance(result, parse.Document) and config.selects(result.subset):
+                    sample.documents += 1
+                    sample.text_bytes += result.text_bytes
+                    pending.append(result)
+                    pending_bytes += result.text_bytes
+                    if pending_bytes >= config.chunk_bytes:  # as pipeline.read cuts chunks
+                        take_chunk()
+                        pending_bytes = 0
+                    if sample.text_bytes >= text_bytes:
+                        break
+            else:
+                sample.complete = True
+        except decode.StreamError:
+            sample.complete = True  # the pipeline reads no further either (one dead letter)
+        sample.consumed = buffered.tell()
+    if pending:
+        take_chunk()
+    if sample.complete:
+        sample.chunk_labels = chunk_labels
+    sample.seconds = time.perf_counter() - started
+    return sample
+
+
+def _produced(blocks, sample: FileSample):
+    for block in blocks:
+        sample.produced += len(block)
+        yield block
+
+
+def _count_tokens(documents, encoder, sample: FileSample):
+    """Token counts of ``documents`` (estimated without an encoder); per-subset totals kept."""
+    if encoder is not None:
+        counts = [len(ids) for ids in encoder.encode_batch([d.text for d in documents])]
+    else:
+        counts = [d.text_bytes / ASSUMED_BYTES_PER_TOKEN for d in documents]
+    for doc, count in zip(documents, counts):
+        entry = sample.subsets.setdefault(doc.subset, [0, 0])
+        entry[0] += doc.text_bytes
+        entry[1] += count
+        sample.tokens += count
+    return counts
+
+
+def sampled_indices(count: int, *, most: int = MAX_SAMPLED_FILES) -> list[int]:
+    """``most`` file indices evenly spaced over ``count`` files (all of them if fewer).
+
+    >>> sampled_indices(30, most=4)
+    [0, 10, 19, 29]
+    """
+    if count <= most:
+        return list(range(count))
+    return sorted({round(i * (count - 1) / (most - 1)) for i in range(most)})
+
+
+def machine_cores(machine_type: str | None) -> int | None:
+    """vCPUs of a Compute Engine machine type (``n2-standard-8`` -> 8), else None."""
+    for pattern in _MACHINE_CORES:
+        match = pattern.match(machine_type or "")
+        if match:
+            return int(match.group(1))
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """Where the run would go, as Beam's options say (each figure with where it came from)."""
+
+    runner: str
+    workers: int
+    cores_per_worker: int
+    source: str  # which flags gave workers and cores
+    fanout: bool
+
+
+def cluster_from_options(config: PipelineConfig, beam_args: list[str]) -> Cluster:
+    """Workers from Beam's ``--num_workers`` (WorkerOptions; ``--direct_num_workers`` for the
+    DirectRunner), cores from ``--dry_run_cores_per_worker`` or ``--machine_type``."""
+    from apache_beam.options.pipeline_options import (
+        DirectOptions,
+        PipelineOptions,
+        WorkerOptions,
+    )
+
+    from pipeline.beam_options import (
+        direct_running_mode,
+        fanout_enabled,
+        is_direct_runner,
+        runner_name,
+    )
+    from tokenizer.encoder import usable_cores
+
+    options = PipelineOptions(beam_args)
+    worker = options.view_as(WorkerOptions)
+    local = usable_cores()
+    notes = []
+    if is_direct_runner(beam_args):
+        if direct_running_mode(beam_args) == "in_memory":
+            workers, cores = 1, local
+            notes.append(f"in-memory DirectRunner: 1 worker, this machine's {local} cores")
+        else:
+            workers = options.view_as(DirectOptions).direct_num_workers or local
+            cores = 1
+            notes.append(f"--direct_num_workers: {workers} worker processes of 1 core")
+    else:
+        workers = worker.num_workers or worker.max_num_workers or 1
+        notes.append(f"--num_workers={workers}" if worker.num_workers or worker.max_num_workers
+                     else "--num_workers not given: 1 worker (pass --num_workers=N)")
+        cores = machine_cores(worker.machine_type) or 1
+        if machine_cores(worker.machine_type):
+            notes.append(f"--machine_type={worker.machine_type}: {cores} cores each")
+        elif not config.dry_run_cores_per_worker:
+            notes.append("1 core each (pass --dry_run_cores_per_worker=N or --machine_type)")
+    if config.dry_run_cores_per_worker:
+        cores = config.dry_run_cores_per_worker
+        notes.append(f"--dry_run_cores_per_worker={cores}")
+    return Cluster(runner=runner_name(beam_args), workers=workers, cores_per_worker=cores,
+                   source="; ".join(notes), fanout=fanout_enabled(config.fanout, beam_args))
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    files: int
+    sampled_files: int
+    complete_files: int  # of the sampled, those read to their end (counted exactly)
+    input_bytes: int
+    text_bytes: float
+    documents: float
+    tokens: float  # label positions, as the manifest counts them: document tokens + one EOS each
+    bytes_per_token: dict  # subset -> measured text bytes per token (empty: assumed)
+    chunks: float
+    records: float
+    frame_bytes: int
+    shards: int
+    output_bytes: float
+    core_hours: float
+    usable_cores: int
+    wall_hours: float
+    read_bound_hours: float
+
+
+def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: PipelineConfig,
+             vocab_size: int, cluster: Cluster, tokenized: bool) -> Estimate:
+    """Extrapolate ``samples`` (of some of ``inputs``) to the whole run (``tokenized``: the
+    samples' token counts were measured with the model, not assumed)."""
+    from pipeline.shard_plan import records_per_shard
+    from schemas.dataset_spec import DatasetSpec
+    from schemas.records import frame_bytes
+
+    by_path = {s.file.path: s for s in samples}
+    read = sum(s.text_bytes for s in samples) or 1
+    pooled = {"text": sum(s.text_per_input_byte * s.file.bytes for s in samples)
+              / max(1, sum(s.file.bytes for s in samples)),
+              "docs": sum(s.documents for s in samples) / read,
+              "tokens": sum(s.tokens for s in samples) / read}
+    chunk_bytes, seq_len = config.read.chunk_bytes, config.seq_len
+    half = 0.5 if config.last_record == "pad" else -0.5  # the mean effect of a chunk's tail
+    totals = dict(text=0.0, docs=0.0, tokens=0.0, chunks=0.0, records=0.0, largest=0.0)
+    for file in inputs:
+        s = by_path.get(file.path)
+        if s is not None and s.complete:
+            text, docs, tokens = s.text_bytes, s.documents, s.tokens
+            chunks = len(s.chunk_labels)
+            rounding = math.ceil if config.last_record == "pad" else math.floor
+            records = sum(rounding(labels / seq_len) for labels in s.chunk_labels)
+        else:
+            ratios = ({"docs": s.documents / max(1, s.text_bytes),
+                       "tokens": s.tokens / max(1, s.text_bytes)} if s and s.text_bytes
+                      else pooled)
+            text = file.bytes * (s.text_per_input_byte if s else pooled["text"])
+            docs, tokens = text * ratios["docs"], text * ratios["tokens"]
+            chunks = math.ceil(text / chunk_bytes) if text else 0
+            records = max(0.0, (tokens + docs) / seq_len + chunks * half)
+        for key, value in (("text", text), ("docs", docs), ("tokens", tokens + docs),
+                           ("chunks", chunks), ("records", records)):
+            totals[key] += value
+        totals["largest"] = max(totals["largest"], text)
+    spec = DatasetSpec(seq_len=seq_len, vocab_size=vocab_size, with_segments=config.segment_ids,
+                       last_record=config.last_record).record
+    size = frame_bytes(spec)
+    per_shard = records_per_shard(shard_bytes=config.shard_bytes, frame_bytes=size)
+    records = math.ceil(totals["records"])
+    core_hours = totals["text"] / (TEXT_MB_PER_CORE_SECOND * 1e6) / 3600
+    per_file = config.encode_processes or (1 if cluster.fanout else cluster.cores_per_worker)
+    parallel = totals["chunks"] if cluster.fanout else len(inputs) * min(
+        per_file, cluster.cores_per_worker)
+    usable = max(1, int(min(cluster.workers * cluster.cores_per_worker, parallel)))
+    seconds_read = sum(s.seconds for s in samples)
+    read_rate = sum(s.text_bytes for s in samples) / seconds_read if seconds_read else 0
+    read_bound = totals["largest"] / read_rate / 3600 if read_rate else 0.0
+    measured = {}
+    for s in samples:
+        for subset, (text, tokens) in s.subsets.items():
+            entry = measured.setdefault(subset, [0, 0])
+            entry[0], entry[1] = entry[0] + text, entry[1] + tokens
+    return Estimate(
+        files=len(inputs), sampled_files=len(samples),
+        complete_files=sum(s.complete for s in samples), input_bytes=sum(f.bytes for f in inputs),
+        text_bytes=totals["text"], documents=totals["docs"], tokens=totals["tokens"],
+        bytes_per_token={k: t / n for k, (t, n) in sorted(measured.items()) if n}
+        if tokenized else {},
+        chunks=totals["chunks"], records=records, frame_bytes=size,
+        shards=-(-records // per_shard), output_bytes=records * size, core_hours=core_hours,
+        usable_cores=usable, wall_hours=max(core_hours / usable, read_bound),
+        read_bound_hours=read_bound)
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,.0f} bytes"
+
+
+def _duration(hours: float) -> str:
+    seconds = hours * 3600
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{hours:.1f} h"
+
+
+def report(est: Estimate, *, split: str, config: PipelineConfig, cluster: Cluster) -> list[str]:
+    """The dry run's printed lines."""
+    head = f"[{split}] dry run"
+    text = est.text_bytes
+    if est.bytes_per_token:
+        per_subset = ", ".join(f"{name} {value:.2f}" for name, value in
+                               est.bytes_per_token.items())
+        tokens_how = (f"{text / max(1, est.tokens):.2f} text bytes per token with "
+                      f"{config.tokenizer_model}; measured per subset: {per_subset}")
+    else:
+        tokens_how = (f"ASSUMED {ASSUMED_BYTES_PER_TOKEN} text bytes per document token, "
+                      "English web text; give --tokenizer_model to measure")
+    return [
+        f"{head}: {est.files} input file(s), {_size(est.input_bytes)}; read the first "
+        f"{SAMPLE_TEXT_BYTES >> 20} MiB of text of {est.sampled_files} of them "
+        f"({est.complete_files} to their end); wrote nothing",
+        f"{head}: text ~ {_size(text)} ({text / max(1, est.input_bytes):.2f} bytes of text per "
+        f"input byte), ~ {est.documents:,.0f} documents in ~ {est.chunks:,.0f} chunk(s)",
+        f"{head}: tokens ~ {est.tokens:,.0f} ({tokens_how})",
+        f"{head}: records ~ {est.records:,.0f} of {config.seq_len + 1} tokens "
+        f"({est.frame_bytes:,} bytes each) in ~ {est.shards:,} shard(s) of --shard_bytes="
+        f"{config.shard_bytes:,}: output ~ {_size(est.output_bytes)}, and as much again "
+        "in transient parts (.parts/) while it runs",
+        f"{head}: compute ~ {est.core_hours:,.3g} core-hours at {TEXT_MB_PER_CORE_SECOND} MB of "
+        f"text per core-second (measured: {THROUGHPUT_SOURCE})",
+        f"{head}: wall ~ {_duration(est.wall_hours)} plus start-up on {cluster.workers} worker(s) "
+        f"x {cluster.cores_per_worker} core(s) ({cluster.source}); {cluster.runner}, fan-out "
+        f"{'on' if cluster.fanout else 'off'}: {est.usable_cores:,} core(s) usable; reading the "
+        f"largest file, which one worker does start to end, takes ~ "
+        f"{_duration(est.read_bound_hours)}",
+    ]
+
+
+def dry_run_split(config: PipelineConfig, beam_args: list[str]) -> Estimate:
+    """Sample ``config.input``, print the estimate of a run with ``config``, return it."""
+    from pipeline.inputs import expand_inputs
+    from tokenizer.encoder import CachedEncoder, load_model_bytes
+    from tokenizer.model_info import parse_model
+
+    inputs = expand_inputs(config.input)
+    encoder, vocab_size = None, config.training.vocab_size
+    if config.tokenizer_model:
+        model = load_model_bytes(config.tokenizer_model)
+        vocab_size = parse_model(model, source=config.tokenizer_model).get_piece_size()
+        encoder = CachedEncoder(model_proto=model, num_threads=config.training.num_threads)
+    samples = [sample_file(inputs[i], config=config.read, encoder=encoder)
+               for i in sampled_indices(len(inputs))]
+    cluster = cluster_from_options(config, beam_args)
+    est = estimate(samples, inputs=inputs, config=config, vocab_size=vocab_size,
+                   cluster=cluster, tokenized=encoder is not None)
+    for line in report(est, split=config.split or "train", config=config, cluster=cluster):
+        print(line)
+    return est
+
+
+def dry_run(config: PipelineConfig, beam_args: list[str]) -> list[Estimate]:
+    """``--dry_run``: estimate the split of ``--input``, or both splits of the built-in sample."""
+    if config.input:
+        return [dry_run_split(config, beam_args)]
+    from pipeline.sample_data import ensure_sample
+
+    sample = ensure_sample()
+    return [dry_run_split(dataclasses.replace(config, input=paths, split=split), beam_args)
+            for paths, split in ((",".join(sample.train_paths), "train"),
+                                 (sample.val_path, "val"))]

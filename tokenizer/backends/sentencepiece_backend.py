@@ -1,0 +1,56 @@
+"""``--encoder=sentencepiece``: the SentencePiece library, with or without the word cache.
+
+With ``word_cache`` (the pipeline's choice) it is ``tokenizer.encoder.CachedEncoder``: exact
+ids, faster than plain ``processor.encode``, but much of its work is Python, under the GIL,
+which is why the pipeline runs it in a pool of processes. Without the word cache it is plain
+``processor.encode``: the reference the exactness guard and ``roundtrip --check_ids`` compare
+with (its batch call runs SentencePiece's own threads without the GIL).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import numpy as np
+import sentencepiece as spm
+
+from tokenizer.backends.base import EncoderBackend
+from tokenizer.id_store import TOKEN_DTYPE
+
+NAME = "sentencepiece"
+
+
+class SentencePieceBackend(EncoderBackend):
+    """Not thread-safe with ``word_cache`` (the cache); thread-safe without."""
+
+    name = NAME
+    version = importlib.metadata.version("sentencepiece")
+
+    def __init__(self, *, model_proto: bytes, processor: spm.SentencePieceProcessor | None = None,
+                 num_threads: int = 1, word_cache: bool = True):
+        """Args:
+          model_proto: A serialized SentencePiece model.
+          processor: The model's processor, when the caller already has one.
+          num_threads: SentencePiece threads per batch; 0 = every core this process may use.
+          word_cache: Encode through ``CachedEncoder`` (same ids, faster on natural text).
+        """
+        from tokenizer.encoder import CachedEncoder, processor_from_bytes, usable_cores
+
+        self._cached = None
+        if word_cache:
+            self._cached = CachedEncoder(model_proto=model_proto, num_threads=num_threads)
+            processor = self._cached.processor
+        super().__init__(processor=processor or processor_from_bytes(model_proto))
+        self._threads = num_threads or usable_cores()
+        self.releases_gil = not word_cache
+
+    @property
+    def fallback_reason(self) -> str:
+        """Why the word cache is off for this model ('' when it is on or was not asked for)."""
+        return self._cached.fallback_reason if self._cached is not None else ""
+
+    def _encode_plain(self, texts: list[str]) -> list[np.ndarray]:
+        if self._cached is not None:
+            return self._cached.encode_batch(texts)
+        encoded = self._processor.encode(texts, num_threads=self._threads, out_type="numpy")
+        return [ids.astype(TOKEN_DTYPE, copy=False) for ids in encoded]
