@@ -1,20 +1,25 @@
-"""Pipeline throughput against the bare SentencePiece encoder, side by side (issue: performance).
+"""Pipeline throughput against the bare SentencePiece encoder, side by side (issue: speed).
 
     python -m bench.pipeline_bench [--corpus=GLOB] [--tokenizer_model=PATH] [--reps=3]
-                                   [--rss_scaling]
+                                   [--variants=default,sentencepiece,...] [--rss_scaling]
 
 A: the raw encoder alone, at its best: every document's text already in memory, encoded by
    ``SentencePieceProcessor.encode(texts, num_threads=cores)`` (no I/O, no Beam) two ways --
    whole documents, and documents cut at safe word boundaries into <= 64 KiB pieces (same ids,
    1.3-1.6x faster: BPE slows down on long inputs) -- and the faster of the two is the baseline.
 B: the full pipeline (DirectRunner, same model via --tokenizer_model, same cores): read,
-   decompress, parse, tokenize, pack, serialize, write shards, manifest.
+   decompress, parse, tokenize, pack, serialize, write shards, manifest; once per variant
+   (``VARIANTS``: the default options, and one flag changed in each of the others).
 
-Each measurement runs in a fresh subprocess (so peak RSS is its own), interleaved
-A, B, A, B, ...; the report gives text MB/s and tokens/s of each, the median ratio B/A, and the
-pipeline's peak RSS. ``--rss_scaling`` also runs the pipeline on one file and on four copies of
-it, and reports the peak RSS of both. Default corpus: the built-in sample; the figures in
-BENCHMARKS.md come from a 50 MB Pile-format corpus: ``--corpus="$DEV/0*.jsonl.zst"``.
+Each measurement runs in a fresh subprocess, interleaved A, B1, B2, ..., A, B1, B2, ...
+(imports are not timed on either side). Memory is the peak of the RSS summed over the
+child's whole process tree (the run and every process it starts: encoder processes
+included), polled every 20 ms with psutil. The report gives text MB/s and tokens/s of each,
+each variant's median ratio B/A, and its peak tree memory. ``--rss_scaling`` also runs the
+default pipeline on one file and on four copies of it and reports both peaks.
+
+Default corpus: the built-in sample; the figures in BENCHMARKS.md come from a 50 MB
+Pile-format corpus: ``--corpus="$DEV/0*.jsonl.zst"``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,17 @@ from bench.corpus import corpus_spec, corpus_texts
 from common.flags import ArgumentParser, add_flags, flag, from_args
 
 _MODULE = "bench.pipeline_bench"  # run again as a child process, one per measurement
+_POLL_SECONDS = 0.02
+
+# Pipeline variants: name -> extra pipeline.run flags.
+VARIANTS = {
+    "default": [],
+    "sentencepiece": ["--encoder=sentencepiece"],  # the word-cache backend in its process pool
+    "gigatoken-processes": ["--encoder=gigatoken", "--encode_processes=2"],
+    "gigatoken-1-thread": ["--encoder=gigatoken", "--encode_processes=1", "--num_threads=1"],
+    "guard-specials-only": ["--encoder_check_every=0"],
+    "guard-every-8": ["--encoder_check_every=8"],
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +64,9 @@ class Options:
     )
     reps: int = flag(3, help="interleaved encoder/pipeline repetitions")
     threads: int = flag(os.cpu_count() or 1, help="encoder threads and pipeline --num_threads")
-    rss_scaling: bool = flag(False, help="also compare peak RSS on one file and on four copies")
+    variants: tuple[str, ...] = flag(
+        ("default",), help=f"comma list of pipeline variants to run each rep: {', '.join(VARIANTS)}")
+    rss_scaling: bool = flag(False, help="also compare peak memory on one file and four copies")
 
 
 def child_encoder(corpus: str, model: str, threads: int) -> dict:
@@ -71,30 +89,56 @@ def child_encoder(corpus: str, model: str, threads: int) -> dict:
             "tokens": sum(map(len, ids)) + len(ids)}  # + one EOS per document, as written
 
 
-def child_pipeline(corpus: str, model: str, threads: int, output: str) -> dict:
+def child_pipeline(corpus: str, model: str, threads: int, output: str,
+                   extra: list[str] = ()) -> dict:
     import apache_beam  # noqa: F401  imports are not the work measured (as for the encoder)
 
     from pipeline import prepare_tokenizer, run  # noqa: F401
+    from tokenizer import backends, guard  # noqa: F401
 
     started = time.perf_counter()
     code = run.main(["--input", corpus, "--output", output, "--tokenizer_model", model,
                      "--seq_len=2048", f"--num_threads={threads}", "--overwrite",
-                     "--runner=DirectRunner"])
+                     "--runner=DirectRunner", *extra])
     seconds = time.perf_counter() - started
     if code:
         raise SystemExit(f"pipeline failed with exit status {code}")
     with open(os.path.join(output, "manifest.json"), encoding="utf-8") as f:
-        totals = json.load(f)["totals"]
-    return {"seconds": seconds, "text_bytes": totals["text_bytes"], "tokens": totals["tokens"]}
+        doc = json.load(f)
+    return {"seconds": seconds, "text_bytes": doc["totals"]["text_bytes"],
+            "tokens": doc["totals"]["tokens"], "encoder": doc["encoder"]}
 
 
 _CHILDREN = {"encoder": child_encoder, "pipeline": child_pipeline}
 
 
 def _spawn(kind: str, **kwargs) -> dict:
+    """Run one measurement in a child process; add the peak RSS of its whole process tree."""
+    import psutil
+
     command = [sys.executable, "-m", _MODULE, "--child", kind, "--child_args", json.dumps(kwargs)]
-    out = subprocess.run(command, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryFile("w+") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, text=True)
+        root, peak = psutil.Process(process.pid), 0
+        while process.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                break
+            total = 0
+            for proc in tree:
+                try:
+                    total += proc.memory_info().rss
+                except psutil.NoSuchProcess:  # ended between listing and reading
+                    pass
+            peak = max(peak, total)
+            time.sleep(_POLL_SECONDS)
+        if process.returncode:
+            raise SystemExit(f"{kind} child failed with exit status {process.returncode}")
+        out.seek(0)
+        result = json.loads(out.read().strip().splitlines()[-1])
+    result["peak_tree_mb"] = peak / 1e6
+    return result
 
 
 def _ensure_model(corpus: str, workdir: str) -> str:
@@ -122,10 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.child:
         result = _CHILDREN[args.child](**json.loads(args.child_args))
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result["peak_rss_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))
         return 0
     options = from_args(Options, args)
+    unknown = [name for name in options.variants if name not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown --variants {unknown}; choose from {', '.join(VARIANTS)}")
     corpus = corpus_spec(options.corpus)
     workdir = tempfile.mkdtemp(prefix="pilepack-bench-")
     try:
@@ -133,14 +180,15 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for rep in range(options.reps):
             a = _spawn("encoder", corpus=corpus, model=model, threads=options.threads)
-            b = _spawn("pipeline", corpus=corpus, model=model, threads=options.threads,
-                       output=os.path.join(workdir, "out"))
-            rows.append((a, b))
+            bs = {name: _spawn("pipeline", corpus=corpus, model=model, threads=options.threads,
+                               output=os.path.join(workdir, "out"), extra=VARIANTS[name])
+                  for name in options.variants}
+            rows.append((a, bs))
             print(f"rep {rep}: encoder whole docs {a['text_bytes'] / a['whole_seconds'] / 1e6:.2f}"
-                  f" MB/s, cut {a['text_bytes'] / a['cut_seconds'] / 1e6:.2f} MB/s, "
-                  f"pipeline {b['text_bytes'] / b['seconds'] / 1e6:.2f} MB/s, "
-                  f"ratio {a['seconds'] / b['seconds']:.3f}, "
-                  f"pipeline peak RSS {b['peak_rss_mb']:.0f} MB", flush=True)
+                  f" MB/s, cut {a['text_bytes'] / a['cut_seconds'] / 1e6:.2f} MB/s; "
+                  + "; ".join(f"{name} {b['text_bytes'] / b['seconds'] / 1e6:.2f} MB/s, ratio "
+                              f"{a['seconds'] / b['seconds']:.3f}, tree {b['peak_tree_mb']:.0f} MB"
+                              for name, b in bs.items()), flush=True)
         report(rows, corpus=corpus, options=options)
         if options.rss_scaling:
             rss_scaling(corpus, model, options.threads, workdir)
@@ -150,24 +198,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(rows, *, corpus: str, options: Options) -> None:
-    ratios = [a["seconds"] / b["seconds"] for a, b in rows]
     med = statistics.median
-    a_mb = med(a["text_bytes"] / a["seconds"] / 1e6 for a, _ in rows)
-    b_mb = med(b["text_bytes"] / b["seconds"] / 1e6 for _, b in rows)
-    a_tok = med(a["tokens"] / a["seconds"] for a, _ in rows)
-    b_tok = med(b["tokens"] / b["seconds"] for _, b in rows)
-    print(f"\ncorpus: {corpus} ({rows[0][0]['text_bytes'] / 1e6:.1f} MB of text), "
-          f"{options.threads} threads, {options.reps} interleaved reps")
-    print("| measurement | text MB/s | tokens/s | peak RSS MB |")
-    print("|---|---:|---:|---:|")
-    whole_mb = med(a["text_bytes"] / a["whole_seconds"] / 1e6 for a, _ in rows)
-    print(f"| raw encoder, whole documents | {whole_mb:.2f} | | |")
-    print(f"| raw encoder, best (baseline) | {a_mb:.2f} | {a_tok:,.0f} | "
-          f"{med(a['peak_rss_mb'] for a, _ in rows):.0f} |")
-    print(f"| full pipeline | {b_mb:.2f} | {b_tok:,.0f} | "
-          f"{med(b['peak_rss_mb'] for _, b in rows):.0f} |")
-    print(f"median ratio pipeline/encoder throughput: {med(ratios):.3f} "
-          f"(per rep: {', '.join(f'{r:.3f}' for r in ratios)})")
+    a_rows = [a for a, _ in rows]
+    print(f"\ncorpus: {corpus} ({a_rows[0]['text_bytes'] / 1e6:.1f} MB of text), "
+          f"{options.threads} threads, {options.reps} interleaved reps, medians")
+    print("| measurement | text MB/s | tokens/s | pipeline / best raw encoder | peak memory MB "
+          "(process tree) |")
+    print("|---|---:|---:|---:|---:|")
+    whole_mb = med(a["text_bytes"] / a["whole_seconds"] / 1e6 for a in a_rows)
+    print(f"| raw encoder, whole documents | {whole_mb:.2f} | | | |")
+    print(f"| raw encoder, best (baseline) | "
+          f"{med(a['text_bytes'] / a['seconds'] / 1e6 for a in a_rows):.2f} | "
+          f"{med(a['tokens'] / a['seconds'] for a in a_rows):,.0f} | 1 | "
+          f"{med(a['peak_tree_mb'] for a in a_rows):.0f} |")
+    for name in options.variants:
+        bs = [b[name] for _, b in rows]
+        ratios = [a["seconds"] / b["seconds"] for a, b in zip(a_rows, bs)]
+        print(f"| pipeline, {name} | {med(b['text_bytes'] / b['seconds'] / 1e6 for b in bs):.2f} "
+              f"| {med(b['tokens'] / b['seconds'] for b in bs):,.0f} | **{med(ratios):.2f}** "
+              f"({', '.join(f'{r:.2f}' for r in ratios)}) | {med(b['peak_tree_mb'] for b in bs):.0f} |")
+    for name in options.variants:
+        print(f"{name}: manifest encoder record {json.dumps(rows[-1][1][name]['encoder'])}")
 
 
 def rss_scaling(corpus, model, threads, workdir) -> None:
@@ -182,8 +233,9 @@ def rss_scaling(corpus, model, threads, workdir) -> None:
                  output=os.path.join(workdir, "one"))
     four = _spawn("pipeline", corpus=copies, model=model, threads=threads,
                   output=os.path.join(workdir, "four"))
-    print(f"peak RSS: 1 file {one['peak_rss_mb']:.0f} MB, 4 copies {four['peak_rss_mb']:.0f} MB "
-          f"(+{(four['peak_rss_mb'] / one['peak_rss_mb'] - 1) * 100:.1f}%)")
+    print(f"peak memory of the process tree, default options: 1 file {one['peak_tree_mb']:.0f} "
+          f"MB, 4 copies {four['peak_tree_mb']:.0f} MB "
+          f"(+{(four['peak_tree_mb'] / one['peak_tree_mb'] - 1) * 100:.1f}%)")
 
 
 if __name__ == "__main__":

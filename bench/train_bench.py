@@ -71,6 +71,7 @@ def run_variant(*, data, backend, preset, batch, warmup, steps, xla, bf16, work_
         backend=backend,
         train_data=data,
         model_dir=work_dir,
+        export=False,  # timing only: an export per variant would add minutes on a GPU check
     )
     rate = result.history[-1][
         "tokens_per_s"

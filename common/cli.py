@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
 
 from common.errors import find_error
+from common.flags import flag
 
 
 def run_main(main: Callable[[], int | None]) -> int:
@@ -58,11 +60,40 @@ def quiet_tensorflow() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+@dataclasses.dataclass(frozen=True)
+class CommandFlags:
+    """Flags every command shares."""
+
+    verbose: bool = flag(False, help="also show the libraries' start-up messages (Beam, "
+                                     "TensorFlow) and Beam's worker logs")
+
+
+# Start-up messages nobody can act on: shown with --verbose only.
+NOISE = (
+    "apitools not found, and bigquery client libraries are not available",
+)
+
+
+class HideNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is not ours to judge
+            return True
+        return not message.startswith(NOISE)
+
+
 def configure_logging(*, verbose: bool = False) -> None:
-    """INFO for pilepack, WARNING for Beam and absl, and user errors kept out of the log."""
+    """INFO for pilepack, WARNING for Beam and absl, and user errors kept out of the log.
+
+    Call it before Apache Beam or TensorFlow is imported: both log at import time.
+    """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not verbose:
         for noisy in ("apache_beam", "absl"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
+        quiet_tensorflow()
     for handler in logging.getLogger().handlers:
         handler.addFilter(HideUserErrors())
+        if not verbose:
+            handler.addFilter(HideNoise())

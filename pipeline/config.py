@@ -12,6 +12,7 @@ import json
 import os
 
 from common.flags import flag, require
+from pipeline.mixture import parse_budgets, parse_weights
 from tokenizer.spec import DEFAULT_VOCAB_SIZE, MIN_VOCAB_SIZE
 
 GIB = 1 << 30
@@ -75,7 +76,9 @@ class TokenizerTrainingConfig:
     tokenizer_sample_bytes: int = flag(
         100 * MIB, help="text bytes drawn from the input (stratified by pile_set_name) to train "
                         "the tokenizer")
-    seed: int = flag(0, help="seed of the tokenizer sample and of SentencePiece training")
+    seed: int = flag(0, help="seed of the tokenizer sample and of SentencePiece training "
+                             "(pipeline.run: also of --subset_weights/--subset_tokens resampling "
+                             "and of --shuffle=global)")
     num_threads: int = flag(
         0, help="SentencePiece threads of tokenizer training and of an in-process encoder "
                 "(--encode_processes=1); 0 = all cores")
@@ -91,6 +94,44 @@ class TokenizerTrainingConfig:
     @property
     def threads(self) -> int:
         return self.num_threads or os.cpu_count() or 1
+
+
+@dataclasses.dataclass(frozen=True)
+class QualityConfig:
+    """Data quality: exact dedup, contamination removal, the mixture, the global shuffle
+    (docs/data-quality.md)."""
+
+    dedup: str = flag(
+        "off", choices=("off", "exact"),
+        help="exact: keep only the first (lowest input file, line) of documents whose "
+             "normalized text hashes alike; the others are filtered as duplicate")
+    exclude_docs_from: tuple[str, ...] = flag(
+        (), help="comma list of manifests of other splits (or their directories) and/or raw "
+                 "Pile files/globs: every document whose hash appears there is filtered as "
+                 "contaminated")
+    subset_weights: str = flag(
+        "", help="epochs per pile_set_name: a JSON object (e.g. '{\"Wikipedia (en)\": 3}'; "
+                 "subsets not named keep 1) or pile-v1 (the Pile paper's Table 1)")
+    subset_tokens: str = flag(
+        "", help="token budget per pile_set_name instead of epochs: a JSON object (e.g. "
+                 "'{\"Github\": 2e9}'; subsets not named keep all their tokens)")
+    shuffle: str = flag(
+        "off", choices=("off", "global"),
+        help="global: shards hold a seeded permutation of the split's records (--seed)")
+
+    def __post_init__(self):
+        require(self.dedup in ("off", "exact"), f"--dedup must be off or exact, got {self.dedup!r}")
+        require(self.shuffle in ("off", "global"),
+                f"--shuffle must be off or global, got {self.shuffle!r}")
+        require(not (self.subset_weights and self.subset_tokens),
+                "give --subset_weights or --subset_tokens, not both")
+        parse_weights(self.subset_weights)  # ConfigError naming the flag
+        parse_budgets(self.subset_tokens)
+
+    @property
+    def active(self) -> bool:
+        return (self.dedup != "off" or bool(self.exclude_docs_from) or bool(self.subset_weights)
+                or bool(self.subset_tokens) or self.shuffle != "off")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +158,18 @@ class PipelineConfig:
     encode_processes: int = flag(
         0, help="encoder processes per Beam worker; 0 = one per core with the DirectRunner, "
                 "1 (in-process) with other runners, which already run a worker per core")
+    encoder: str = flag(
+        "auto", choices=("auto", "sentencepiece", "gigatoken"),
+        help="encoder backend: auto = the fastest that encodes the model exactly (gigatoken), "
+             "else sentencepiece with its word cache, saying why; ids are the same either way")
+    on_encoder_mismatch: str = flag(
+        "fail", choices=("fail", "fallback"),
+        help="when the exactness guard finds a fast backend's ids differ from SentencePiece's: "
+             "fail naming the document, or re-encode its chunk with sentencepiece (counted)")
+    encoder_check_every: int = flag(
+        64, help="the guard also encodes 1 in this many documents (by a hash of file and line) "
+                 "with SentencePiece and compares; 0 = only documents holding U+2581 or a "
+                 "control piece's text")
     fanout: str = flag(
         "auto", choices=("auto", "on", "off"),
         help="spread chunks over all workers after reading (a shuffle), so one input file uses "
@@ -134,6 +187,7 @@ class PipelineConfig:
                 "(n2-standard-8 -> 8), else 1 (this machine's with the in-memory DirectRunner)")
     training: TokenizerTrainingConfig = dataclasses.field(default_factory=TokenizerTrainingConfig)
     read: ReadConfig = dataclasses.field(default_factory=ReadConfig)
+    quality: QualityConfig = dataclasses.field(default_factory=QualityConfig)
 
     def __post_init__(self):
         derived = ""
@@ -151,6 +205,8 @@ class PipelineConfig:
                 f"--dry_run_cores_per_worker must be >= 0, got {self.dry_run_cores_per_worker}")
         require(self.encode_processes >= 0,
                 f"--encode_processes must be >= 0 (0 = auto), got {self.encode_processes}")
+        require(self.encoder_check_every >= 0,
+                f"--encoder_check_every must be >= 0, got {self.encoder_check_every}")
         require(not self.split
                 or self.split.replace("_", "").replace("-", "").replace(".", "").isalnum(),
                 f"--split must be letters, digits, '_', '-', '.', got {self.split!r}{derived}")

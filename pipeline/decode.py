@@ -23,6 +23,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 _SKIPPABLE_TAIL = b"\x2a\x4d\x18"
 _READ_BYTES = 1 << 20
 _COMPRESSED_SUFFIXES = (".zst", ".zstd", ".gz")
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class StreamError(Exception):
@@ -178,7 +179,8 @@ class Line:
 
 
 def iter_lines(blocks: Iterator[bytes], *, max_line_bytes: int) -> Iterator[Line]:
-    """Split decompressed blocks into lines (\\n or \\r\\n), bounding the longest line."""
+    """Split decompressed blocks into lines (\\n or \\r\\n), bounding the longest line; a UTF-8
+    byte-order mark at the start of the stream is skipped."""
     buffer = bytearray()
     overflow = False  # the current line already exceeded the limit; its bytes are dropped
     overflow_len = 0
@@ -205,7 +207,7 @@ def iter_lines(blocks: Iterator[bytes], *, max_line_bytes: int) -> Iterator[Line
                 yield Line(number, offset, None, length)
             else:
                 data = bytes(buffer) + piece if buffer else piece
-                yield Line(number, offset, _strip_cr(data), len(data))
+                yield Line(number, offset, _content(data, number), len(data))
             offset += (overflow_len if overflow else len(buffer)) + len(piece) + 1
             buffer.clear()
             overflow, overflow_len = False, 0
@@ -216,10 +218,14 @@ def iter_lines(blocks: Iterator[bytes], *, max_line_bytes: int) -> Iterator[Line
             yield Line(number, offset, None, overflow_len)
         else:
             data = bytes(buffer)
-            yield Line(number, offset, _strip_cr(data), len(data))
+            yield Line(number, offset, _content(data, number), len(data))
 
 
-def _strip_cr(data: bytes) -> bytes:
+def _content(data: bytes, number: int) -> bytes:
+    """A line without its CR, and the first line without a UTF-8 byte-order mark (editors on
+    Windows write one at the start of a file; it is not part of the first record)."""
+    if number == 1 and data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
     return data[:-1] if data.endswith(b"\r") else data
 
 

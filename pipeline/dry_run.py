@@ -1,10 +1,9 @@
 """``python -m pipeline.run --dry_run``: what a run would cost, from a small sample; writes nothing.
 
-It lists the inputs, reads the first ``SAMPLE_TEXT_BYTES`` of text of up to ``MAX_SAMPLED_FILES``
-of them (evenly spaced) with the pipeline's own decoder and parser, and extrapolates:
+It lists the inputs, reads the start of up to 16 of them (evenly spaced;
+``pipeline.dry_run_sample``) and extrapolates:
 
-* text bytes per input byte, per file (compressed bytes consumed against text parsed; a file
-  read to its end is counted exactly), and the number of documents;
+* text bytes per input byte, per file, and the number of documents;
 * tokens: with ``--tokenizer_model`` the sample is tokenized and bytes per token measured per
   subset; without one, ``ASSUMED_BYTES_PER_TOKEN`` is assumed (and said so);
 * records, shards and output bytes from the packing rules (``pipeline.pack``,
@@ -19,21 +18,19 @@ of them (evenly spaced) with the pipeline's own decoder and parser, and extrapol
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 import re
-import time
 
-from common import storage
-from pipeline import decode, parse
-from pipeline.config import PipelineConfig, ReadConfig
+from pipeline.config import PipelineConfig
+from pipeline.dry_run_sample import (
+    ASSUMED_BYTES_PER_TOKEN,
+    SAMPLE_TEXT_BYTES,
+    FileSample,
+    sample_file,
+    sampled_indices,
+)
 from pipeline.inputs import InputFile
 
-SAMPLE_TEXT_BYTES = 1 << 20  # text read from the start of each sampled file
-MAX_SAMPLED_FILES = 16  # evenly spaced over the inputs; the others are taken to be alike
-# Without --tokenizer_model: a common figure for English web text with a 32k-50k BPE vocabulary;
-# code, math and other languages take more tokens per byte.
-ASSUMED_BYTES_PER_TOKEN = 4.0
 # Text MB per core-second of the whole pipeline with fan-out (read, tokenize with a 32,000-piece
 # BPE, pack, write parts and shards): two multi_processing DirectRunner workers on two busy
 # cores, one input file (the run's total over 2 cores), median of interleaved reps.
@@ -42,124 +39,6 @@ THROUGHPUT_SOURCE = ("python -m bench.scaling_bench: 2 workers on a 2-core x86-6
                      "50 MB Pile-format corpus, 32k BPE (BENCHMARKS.md, 'Scaling out')")
 _MACHINE_CORES = (re.compile(r"^(?:[a-z0-9]+-)?custom-(\d+)-\d+(?:-ext)?$"),  # custom-8-32768
                   re.compile(r"^[a-z][a-z0-9]*-[a-z]+-(\d+)(?:-[a-z0-9]+)?$"))  # n2-standard-8
-
-
-@dataclasses.dataclass
-class FileSample:
-    """What the start of one input file says about all of it."""
-
-    file: InputFile
-    text_bytes: int = 0
-    documents: int = 0
-    tokens: int = 0  # of the sampled documents (0 without a tokenizer model)
-    consumed: int = 0  # compressed bytes read by the decoder
-    produced: int = 0  # decompressed bytes those gave
-    line_bytes: int = 0  # decompressed bytes of the lines parsed
-    complete: bool = False  # read to its end: the figures are the file's own
-    seconds: float = 0.0
-    subsets: dict = dataclasses.field(default_factory=dict)  # subset -> [text bytes, tokens]
-    chunk_labels: list = dataclasses.field(default_factory=list)  # per chunk, when complete
-
-    @property
-    def text_per_input_byte(self) -> float:
-        if self.complete or not self.consumed or not self.line_bytes:
-            return self.text_bytes / max(1, self.file.bytes)
-        return (self.text_bytes / self.line_bytes) * (self.produced / self.consumed)
-
-
-class _Counted(io.RawIOBase):
-    """A raw stream that counts the bytes read through it (``tell`` = bytes read)."""
-
-    def __init__(self, raw):
-        self._raw, self.bytes = raw, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        data = self._raw.read(len(buffer))
-        buffer[:len(data)] = data
-        self.bytes += len(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self.bytes
-
-
-def sample_file(file: InputFile, *, config: ReadConfig, encoder=None,
-                text_bytes: int = SAMPLE_TEXT_BYTES) -> FileSample:
-    """Read documents from the start of ``file`` until ``text_bytes`` of text (or its end)."""
-    sample = FileSample(file=file)
-    started = time.perf_counter()
-    fs, stripped = storage.filesystem(file.path)
-    pending, pending_bytes, chunk_labels = [], 0, []
-
-    def take_chunk():
-        chunk_labels.append(sum(n for n in _count_tokens(pending, encoder, sample)) + len(pending))
-        pending.clear()
-
-    with fs.open(stripped, "rb") as raw:
-        counted = _Counted(raw)
-        buffered = io.BufferedReader(counted, 64 << 10)
-        try:
-            _, blocks = decode.open_blocks(buffered, path=file.path,
-                                           max_window_bytes=config.max_window_bytes)
-            for line in decode.iter_lines(_produced(blocks, sample),
-                                          max_line_bytes=config.max_line_bytes):
-                sample.line_bytes = line.offset + line.length + 1
-                result = parse.parse_line(line.data, line=line.number) if line.data else None
-                if isinstance(result, parse.Document) and config.selects(result.subset):
-                    sample.documents += 1
-                    sample.text_bytes += result.text_bytes
-                    pending.append(result)
-                    pending_bytes += result.text_bytes
-                    if pending_bytes >= config.chunk_bytes:  # as pipeline.read cuts chunks
-                        take_chunk()
-                        pending_bytes = 0
-                    if sample.text_bytes >= text_bytes:
-                        break
-            else:
-                sample.complete = True
-        except decode.StreamError:
-            sample.complete = True  # the pipeline reads no further either (one dead letter)
-        sample.consumed = buffered.tell()
-    if pending:
-        take_chunk()
-    if sample.complete:
-        sample.chunk_labels = chunk_labels
-    sample.seconds = time.perf_counter() - started
-    return sample
-
-
-def _produced(blocks, sample: FileSample):
-    for block in blocks:
-        sample.produced += len(block)
-        yield block
-
-
-def _count_tokens(documents, encoder, sample: FileSample):
-    """Token counts of ``documents`` (estimated without an encoder); per-subset totals kept."""
-    if encoder is not None:
-        counts = [len(ids) for ids in encoder.encode_batch([d.text for d in documents])]
-    else:
-        counts = [d.text_bytes / ASSUMED_BYTES_PER_TOKEN for d in documents]
-    for doc, count in zip(documents, counts):
-        entry = sample.subsets.setdefault(doc.subset, [0, 0])
-        entry[0] += doc.text_bytes
-        entry[1] += count
-        sample.tokens += count
-    return counts
-
-
-def sampled_indices(count: int, *, most: int = MAX_SAMPLED_FILES) -> list[int]:
-    """``most`` file indices evenly spaced over ``count`` files (all of them if fewer).
-
-    >>> sampled_indices(30, most=4)
-    [0, 10, 19, 29]
-    """
-    if count <= most:
-        return list(range(count))
-    return sorted({round(i * (count - 1) / (most - 1)) for i in range(most)})
 
 
 def machine_cores(machine_type: str | None) -> int | None:
@@ -264,7 +143,8 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
               "tokens": sum(s.tokens for s in samples) / read}
     chunk_bytes, seq_len = config.read.chunk_bytes, config.seq_len
     half = 0.5 if config.last_record == "pad" else -0.5  # the mean effect of a chunk's tail
-    totals = dict(text=0.0, docs=0.0, tokens=0.0, chunks=0.0, records=0.0, largest=0.0)
+    totals = {"text": 0.0, "docs": 0.0, "tokens": 0.0, "chunks": 0.0, "records": 0.0,
+              "largest": 0.0}
     for file in inputs:
         s = by_path.get(file.path)
         if s is not None and s.complete:
@@ -341,23 +221,23 @@ def report(est: Estimate, *, split: str, config: PipelineConfig, cluster: Cluste
         tokens_how = (f"ASSUMED {ASSUMED_BYTES_PER_TOKEN} text bytes per document token, "
                       "English web text; give --tokenizer_model to measure")
     return [
-        f"{head}: {est.files} input file(s), {_size(est.input_bytes)}; read the first "
-        f"{SAMPLE_TEXT_BYTES >> 20} MiB of text of {est.sampled_files} of them "
-        f"({est.complete_files} to their end); wrote nothing",
-        f"{head}: text ~ {_size(text)} ({text / max(1, est.input_bytes):.2f} bytes of text per "
-        f"input byte), ~ {est.documents:,.0f} documents in ~ {est.chunks:,.0f} chunk(s)",
+        (f"{head}: {est.files} input file(s), {_size(est.input_bytes)}; read the first "
+         f"{SAMPLE_TEXT_BYTES >> 20} MiB of text of {est.sampled_files} of them "
+         f"({est.complete_files} to their end); wrote nothing"),
+        (f"{head}: text ~ {_size(text)} ({text / max(1, est.input_bytes):.2f} bytes of text per "
+         f"input byte), ~ {est.documents:,.0f} documents in ~ {est.chunks:,.0f} chunk(s)"),
         f"{head}: tokens ~ {est.tokens:,.0f} ({tokens_how})",
-        f"{head}: records ~ {est.records:,.0f} of {config.seq_len + 1} tokens "
-        f"({est.frame_bytes:,} bytes each) in ~ {est.shards:,} shard(s) of --shard_bytes="
-        f"{config.shard_bytes:,}: output ~ {_size(est.output_bytes)}, and as much again "
-        "in transient parts (.parts/) while it runs",
-        f"{head}: compute ~ {est.core_hours:,.3g} core-hours at {TEXT_MB_PER_CORE_SECOND} MB of "
-        f"text per core-second (measured: {THROUGHPUT_SOURCE})",
-        f"{head}: wall ~ {_duration(est.wall_hours)} plus start-up on {cluster.workers} worker(s) "
-        f"x {cluster.cores_per_worker} core(s) ({cluster.source}); {cluster.runner}, fan-out "
-        f"{'on' if cluster.fanout else 'off'}: {est.usable_cores:,} core(s) usable; reading the "
-        f"largest file, which one worker does start to end, takes ~ "
-        f"{_duration(est.read_bound_hours)}",
+        (f"{head}: records ~ {est.records:,.0f} of {config.seq_len + 1} tokens "
+         f"({est.frame_bytes:,} bytes each) in ~ {est.shards:,} shard(s) of --shard_bytes="
+         f"{config.shard_bytes:,}: output ~ {_size(est.output_bytes)}, and as much again "
+         "in transient parts (.parts/) while it runs"),
+        (f"{head}: compute ~ {est.core_hours:,.3g} core-hours at {TEXT_MB_PER_CORE_SECOND} MB "
+         f"of text per core-second (measured: {THROUGHPUT_SOURCE})"),
+        (f"{head}: wall ~ {_duration(est.wall_hours)} plus start-up on {cluster.workers} "
+         f"worker(s) x {cluster.cores_per_worker} core(s) ({cluster.source}); {cluster.runner}, "
+         f"fan-out {'on' if cluster.fanout else 'off'}: {est.usable_cores:,} core(s) usable; "
+         f"reading the largest file, which one worker does start to end, takes at least "
+         f"~ {_duration(est.read_bound_hours)}"),
     ]
 
 

@@ -19,13 +19,19 @@ from common import storage
 from common.errors import DataError
 from pipeline.config import PipelineConfig
 from pipeline.dead_letters import DeadLetterFile
+from pipeline.doc_hashes import DocHashFile
+from pipeline.mixture import BeforeMixture
+from pipeline import histogram
 from pipeline.pack import PackStats
+from pipeline.quality_files import QUALITY_DIR
+from pipeline.quality_manifest import quality_sections
 from pipeline.read import ReadStats
 from pipeline.shard_plan import PARTS_DIR
 from pipeline.subset_stats import SubsetStats, merge_into, summed
 from pipeline.write import ShardInfo
 from schemas import manifest as manifest_schema
 from schemas.dataset_spec import DatasetSpec
+from tokenizer.guard import EncodeStats
 
 
 class TooManyBadRecords(DataError):
@@ -41,14 +47,23 @@ class Summary:
     files: list = dataclasses.field(default_factory=list)
     pack: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     subsets: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)
+    encoder: list = dataclasses.field(default_factory=list)  # EncodeStats, merged per backend
+    doc_hashes: list = dataclasses.field(default_factory=list)  # DocHashFile
+    before: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)  # pre-mixture
 
     def add(self, item) -> None:
-        if isinstance(item, ShardInfo):
+        if isinstance(item, EncodeStats):
+            self._add_encoder([item])
+        elif isinstance(item, ShardInfo):
             self.shards.append(item)
         elif isinstance(item, DeadLetterFile):
             self.dead_letters.append(item)
         elif isinstance(item, ReadStats):
             self.files.append(item)
+        elif isinstance(item, DocHashFile):
+            self.doc_hashes.append(item)
+        elif isinstance(item, BeforeMixture):
+            merge_into(self.before, item.subsets)
         else:
             stats, subsets = item
             self.pack.update(dataclasses.asdict(stats))
@@ -60,6 +75,20 @@ class Summary:
         self.files += other.files
         self.pack.update(other.pack)
         self._add_subsets(other.subsets)
+        self._add_encoder(other.encoder)
+        self.doc_hashes += other.doc_hashes
+        merge_into(self.before, other.before)
+
+    def _add_encoder(self, items) -> None:
+        by_backend = {(e.backend, e.version, e.reason): e for e in self.encoder}
+        for item in items:
+            key = (item.backend, item.version, item.reason)
+            if key not in by_backend:
+                by_backend[key] = EncodeStats(*key)
+                self.encoder.append(by_backend[key])
+            total = by_backend[key]
+            for field in ENCODER_COUNTS:
+                setattr(total, field, getattr(total, field) + getattr(item, field))
 
     def _add_subsets(self, subsets: dict[str, SubsetStats]) -> None:
         merge_into(self.subsets, subsets)
@@ -109,9 +138,26 @@ def software_versions() -> dict:
     return versions
 
 
+ENCODER_COUNTS = ("documents", "checked_documents", "mismatches", "fallback_chunks",
+                  "space_symbol_documents")
+
+
+def encoder_record(summary: Summary) -> dict:
+    """The manifest's ``encoder``: which backend encoded how many documents (and why ``auto``
+    passed over a faster one), and what the exactness guard checked (``tokenizer.guard``)."""
+    entries = sorted(summary.encoder, key=lambda e: (e.backend, e.version, e.reason))
+    return {
+        "backends": [{"name": e.backend, "version": e.version, "reason": e.reason,
+                      "documents": e.documents} for e in entries],
+        **{field: sum(getattr(e, field) for e in entries) for field in ENCODER_COUNTS[1:]},
+    }
+
+
 def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpec,
                    tokenizer: dict, inputs: list, created: str | None = None,
-                   run_id: str = "") -> dict:
+                   run_id: str = "", quality=None) -> dict:
+    """``quality``: the run's ``pipeline.prepare_quality.QualityRun`` (None: no data-quality
+    option); its sections come from ``pipeline.quality_manifest``."""
     shards = sorted(summary.shards, key=lambda s: s.path)
     pack = PackStats(**{k: summary.pack.get(k, 0) for k in PackStats.__dataclass_fields__})
     all_subsets = summed(summary.subsets.values())
@@ -137,9 +183,14 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         "run_id": run_id,  # the run that claimed and committed it (pipeline.claim)
         **spec.manifest_fields(chunk_bytes=config.read.chunk_bytes),
         "tokenizer": tokenizer,
+        "encoder": encoder_record(summary),
         "shards": [s.to_json() for s in shards],
         "totals": totals,
         "subsets": {name: stats.to_json() for name, stats in sorted(summary.subsets.items())},
+        "histograms": {
+            "document_bytes": histogram.to_json(all_subsets.bytes_histogram),
+            "document_tokens": histogram.to_json(all_subsets.tokens_histogram),
+        },
         # Documents written per input file: they come first in the shards, in input order.
         "inputs": [
             {"path": f.path, "bytes": f.bytes,
@@ -149,14 +200,17 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         ],
         "accounting": accounting(summary),
         "dead_letters": [d.to_json() for d in sorted(summary.dead_letters, key=lambda d: d.path)],
+        **quality_sections(quality, files=summary.files, before=summary.before,
+                           after=summary.subsets, hash_files=summary.doc_hashes),
         "config": config.to_json(),
         "software": software_versions(),
     }
 
 
 class _CommitManifestFn(beam.DoFn):
-    def __init__(self, *, config, spec, tokenizer, inputs, run_id=""):
+    def __init__(self, *, config, spec, tokenizer, inputs, run_id="", quality=None):
         self._run_id = run_id
+        self._quality = quality
         self._config = config
         self._spec = spec
         self._tokenizer = tokenizer
@@ -165,7 +219,7 @@ class _CommitManifestFn(beam.DoFn):
     def process(self, summary: Summary):
         doc = build_manifest(summary, config=self._config, spec=self._spec,
                              tokenizer=self._tokenizer, inputs=self._inputs,
-                             run_id=self._run_id)
+                             run_id=self._run_id, quality=self._quality)
         counts = doc["accounting"]
         bad = sum(counts["rejected"].values())
         if counts["read"] and bad / counts["read"] > self._config.read.max_bad_fraction:
@@ -176,10 +230,12 @@ class _CommitManifestFn(beam.DoFn):
                 f"See the dead letters under {self._config.output}/dead_letters; no manifest was "
                 "written. Fix the input or raise --max_bad_fraction."
             )
-        # The parts are in the shards now; remove them before the manifest marks completion.
-        fs, parts = storage.filesystem(storage.join(self._config.output, PARTS_DIR))
-        if fs.exists(parts):
-            fs.rm(parts, recursive=True)
+        # The parts are in the shards now; remove them (and the quality pre-pass's decision
+        # files) before the manifest marks completion.
+        for scratch in (PARTS_DIR, QUALITY_DIR):
+            fs, parts = storage.filesystem(storage.join(self._config.output, scratch))
+            if fs.exists(parts):
+                fs.rm(parts, recursive=True)
         yield manifest_schema.write(doc, directory=self._config.output)
 
 
@@ -187,10 +243,10 @@ class CommitManifest(beam.PTransform):
     """Flattened statistics -> the path of the written manifest (one element)."""
 
     def __init__(self, *, config: PipelineConfig, spec: DatasetSpec, tokenizer: dict,
-                 inputs: list, run_id: str = ""):
+                 inputs: list, run_id: str = "", quality=None):
         super().__init__()
         self._fn = _CommitManifestFn(config=config, spec=spec, tokenizer=tokenizer,
-                                     inputs=inputs, run_id=run_id)
+                                     inputs=inputs, run_id=run_id, quality=quality)
 
     def expand(self, stats):
         return (

@@ -125,6 +125,21 @@ def pack_documents(
     return pack_stream(stream, seq_len=seq_len, pad_id=pad_id, last_record=last_record)
 
 
+def epochs(documents: Sequence[np.ndarray], repeats: Sequence[int]):
+    """(epoch, documents) for each epoch of a chunk: epoch ``e`` holds, in order, the
+    documents repeated more than ``e`` times (``pipeline.mixture``); no repeats: all, in
+    epoch 0. Epoch 0 always comes, empty when every document has 0 copies.
+
+    >>> [(e, len(d)) for e, d in epochs(["a", "b", "c"], [1, 3, 0])]
+    [(0, 2), (1, 1), (2, 1)]
+    """
+    if not repeats:
+        yield 0, documents
+        return
+    for epoch in range(max(1, max(repeats))):
+        yield epoch, [doc for doc, count in zip(documents, repeats) if count > epoch]
+
+
 @dataclasses.dataclass(frozen=True)
 class PackedChunk:
     file_index: int
@@ -132,6 +147,8 @@ class PackedChunk:
     features: dict  # feature name -> [records, seq_len + 1] array
     stats: PackStats
     subsets: dict  # subset -> pipeline.subset_stats.SubsetStats
+    epoch: int = 0  # copy number of the chunk's documents (pipeline.mixture)
+    before: dict | None = None  # subset stats before the mixture's copies (epoch 0 only)
 
 
 class _PackFn(beam.DoFn):
@@ -142,21 +159,25 @@ class _PackFn(beam.DoFn):
         self._last_record = last_record
 
     def process(self, chunk):
-        records, stats = pack_documents(
-            chunk.documents,
-            seq_len=self._spec.seq_len,
-            eos_id=self._eos_id,
-            pad_id=self._pad_id,
-            last_record=self._last_record,
-            dtype=np.dtype(self._spec.token_dtype),
-        )
-        features = {TOKENS: records}
-        if self._spec.with_segments:
-            features[SEGMENT_IDS], features[POSITIONS] = segments_for(
-                records, eos_id=self._eos_id, pad_id=self._pad_id,
-                index_dtype=np.dtype(self._spec.index_dtype),
+        # Each epoch of the chunk is packed on its own; its statistics travel with epoch 0.
+        for epoch, documents in epochs(chunk.documents, chunk.repeats):
+            records, stats = pack_documents(
+                documents,
+                seq_len=self._spec.seq_len,
+                eos_id=self._eos_id,
+                pad_id=self._pad_id,
+                last_record=self._last_record,
+                dtype=np.dtype(self._spec.token_dtype),
             )
-        yield PackedChunk(chunk.file_index, chunk.chunk_index, features, stats, chunk.subsets)
+            features = {TOKENS: records}
+            if self._spec.with_segments:
+                features[SEGMENT_IDS], features[POSITIONS] = segments_for(
+                    records, eos_id=self._eos_id, pad_id=self._pad_id,
+                    index_dtype=np.dtype(self._spec.index_dtype),
+                )
+            yield PackedChunk(chunk.file_index, chunk.chunk_index, features, stats,
+                              chunk.subsets if epoch == 0 else {}, epoch=epoch,
+                              before=chunk.before if epoch == 0 else None)
 
 
 class Pack(beam.PTransform):

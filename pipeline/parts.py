@@ -1,6 +1,6 @@
 """Stage 4a, WriteParts: each packed chunk's framed records -> one part file, atomically.
 
-A part is named by its chunk's (input file, chunk) key (``pipeline.shard_plan.part_path``), so
+A part is named by its chunk's (epoch, input file, chunk) key (``shard_plan.part_path``), so
 a retried or duplicated bundle rewrites the same bytes under the same name, and any worker may
 write any chunk. The parts are cut into shards once all exist (``pipeline.write``) and are
 deleted when the manifest is committed.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from common import storage
+from pipeline.mixture import BeforeMixture
 from pipeline.pack import PackedChunk
 from pipeline.shard_plan import PartInfo, part_path
 from schemas.records import TOKENS, RecordSpec, frame_tfrecord, serialize_example
@@ -32,7 +33,8 @@ def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...
 
 
 def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: int) -> PartInfo:
-    relative = part_path(file_index=chunk.file_index, chunk_index=chunk.chunk_index)
+    relative = part_path(file_index=chunk.file_index, chunk_index=chunk.chunk_index,
+                         epoch=chunk.epoch)
     size = 0
     with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
         for frame in framed_records(chunk.features, spec):
@@ -40,7 +42,7 @@ def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: 
             size += len(frame)
     return PartInfo(file_index=chunk.file_index, chunk_index=chunk.chunk_index, path=relative,
                     records=len(chunk.features[TOKENS]), bytes=size,
-                    padded=padded_records(chunk.features, pad_id=pad_id))
+                    padded=padded_records(chunk.features, pad_id=pad_id), epoch=chunk.epoch)
 
 
 class _WritePartFn(beam.DoFn):
@@ -55,6 +57,8 @@ class _WritePartFn(beam.DoFn):
         yield info
         # Per-chunk statistics travel on to the manifest.
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, (chunk.stats, chunk.subsets))
+        if chunk.before is not None:
+            yield beam.pvalue.TaggedOutput(CHUNK_STATS, BeforeMixture(chunk.before))
 
 
 class WriteParts(beam.PTransform):

@@ -32,6 +32,8 @@ class Chunk:
     file_index: int
     chunk_index: int
     documents: tuple[parse.Document, ...]
+    # Copies of each document to write (pipeline.mixture); () = one each, no mixture.
+    repeats: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +61,9 @@ class ReadStats:
     documents: int = 0  # documents passed on to tokenization
     filtered: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     rejected: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    # (reason, subset) -> documents, for the reasons of pipeline.selection (manifest: quality)
+    filtered_by_subset: collections.Counter = dataclasses.field(
+        default_factory=collections.Counter)
 
 
 def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLetter | ReadStats]:
@@ -122,11 +127,15 @@ def iter_documents(file: InputFile, *, config: ReadConfig) -> Iterator[parse.Doc
 
 
 class _ReadFileFn(beam.DoFn):
-    def __init__(self, config: ReadConfig):
+    def __init__(self, config: ReadConfig, selection=None):
         self._config = config
+        self._selection = selection  # pipeline.selection.Selection: drops and copies
 
     def process(self, file: InputFile):
-        for item in read_file(file, config=self._config):
+        items = read_file(file, config=self._config)
+        if self._selection is not None:
+            items = self._selection.apply(file, items)
+        for item in items:
             if isinstance(item, Chunk):
                 beam.metrics.Metrics.counter("read", "chunks").inc()
                 yield item
@@ -145,13 +154,18 @@ class _ReadFileFn(beam.DoFn):
 
 
 class ReadDocuments(beam.PTransform):
-    """PCollection[InputFile] -> {main: Chunk, dead_letters: DeadLetter, read_stats: ReadStats}."""
+    """PCollection[InputFile] -> {main: Chunk, dead_letters: DeadLetter, read_stats: ReadStats}.
 
-    def __init__(self, *, config: ReadConfig):
+    ``selection`` (``pipeline.selection.Selection``): the quality pre-pass's drops and the
+    mixture's repeat counts, applied as each file is read."""
+
+    def __init__(self, *, config: ReadConfig, selection=None):
         super().__init__()
         self._config = config
+        self._selection = selection
 
     def expand(self, files):
-        return files | "ReadFile" >> beam.ParDo(_ReadFileFn(self._config)).with_outputs(
+        fn = _ReadFileFn(self._config, self._selection)
+        return files | "ReadFile" >> beam.ParDo(fn).with_outputs(
             DEAD_LETTERS, READ_STATS, main="chunks"
         )

@@ -49,10 +49,13 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     chunks = read.chunks
     if fanout:  # any worker may take any chunk, in any order and bundle
         chunks = chunks | "FanOut" >> beam.Reshuffle()
+    tokenized = chunks | "Tokenize" >> Tokenize(
+        model_path=tokenizer.path, num_threads=config.training.num_threads,
+        processes=config.encode_processes, pool_if_auto=not fanout, encoder=config.encoder,
+        on_mismatch=config.on_encoder_mismatch, check_every=config.encoder_check_every,
+        file_paths=tuple(f.path for f in inputs))
     parts = (
-        chunks
-        | "Tokenize" >> Tokenize(model_path=tokenizer.path, num_threads=config.training.num_threads,
-                                 processes=config.encode_processes, pool_if_auto=not fanout)
+        tokenized.chunks
         | "Pack" >> Pack(spec=spec.record, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                          last_record=config.last_record)
         | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
@@ -64,7 +67,7 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     dead = read.dead_letters | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
     (
-        (shards, parts.chunk_stats, read.read_stats, dead)
+        (shards, parts.chunk_stats, read.read_stats, dead, tokenized.encoder_stats)
         | "AllStatistics" >> beam.Flatten()
         | "Manifest" >> CommitManifest(config=config, spec=spec, run_id=run_id,
                                        tokenizer=tokenizer.manifest_entry(), inputs=inputs)
@@ -178,6 +181,7 @@ def build_parser() -> ArgumentParser:
                     "manifest. Flags not listed here are Apache Beam's (--runner, ...).",
     )
     add_flags(parser, PipelineConfig)
+    add_flags(parser, cli.CommandFlags)
     return parser
 
 
@@ -187,13 +191,16 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
+    cli.configure_logging(verbose=args.verbose)  # before Beam is imported: it logs then
     refuse_unknown_args(parser, beam_args)
+    if not args.verbose and not any(a.startswith("--default_sdk_harness_log_level")
+                                    for a in beam_args):
+        beam_args = [*beam_args, "--default_sdk_harness_log_level=WARNING"]  # workers' logs
     return args, beam_args
 
 
 def main(argv=None) -> int:
     args, beam_args = parse(sys.argv[1:] if argv is None else argv)
-    cli.configure_logging()
     return cli.run_main(lambda: _run(args, beam_args))
 
 

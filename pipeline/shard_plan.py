@@ -1,8 +1,9 @@
 """Which records go into which shard: a pure function of the parts' record counts.
 
 Every chunk's records are written first as a *part* (``pipeline.parts``), named by its
-(input file, chunk) key. Once every part exists, the parts are ordered by that key (the input's
-own order) and the whole split is cut into shards of ``records_per_shard`` records each, so
+(epoch, input file, chunk) key (the epoch is a mixture's copy number, ``pipeline.mixture``; 0
+without one). Once every part exists, the parts are ordered by that key (the input's own order,
+epoch by epoch) and the whole split is cut into shards of ``records_per_shard`` records each, so
 every shard but the split's last holds exactly that many: within one record of
 ``--shard_bytes``. A shard is then the concatenation of record ranges of one or more parts
 (TFRecord frames concatenate). Nothing here depends on which worker wrote which part, in which
@@ -21,9 +22,10 @@ from collections.abc import Iterable
 PARTS_DIR = ".parts"
 
 
-def part_path(*, file_index: int, chunk_index: int) -> str:
-    """A part's path relative to the dataset directory."""
-    return f"{PARTS_DIR}/{file_index:05d}-{chunk_index:07d}.tfrecords"
+def part_path(*, file_index: int, chunk_index: int, epoch: int = 0) -> str:
+    """A part's path relative to the dataset directory (epoch > 0: a mixture's copies)."""
+    name = f"{file_index:05d}-{chunk_index:07d}.tfrecords"
+    return f"{PARTS_DIR}/{name}" if epoch == 0 else f"{PARTS_DIR}/e{epoch:04d}-{name}"
 
 
 def shard_name(*, split: str, index: int, count: int) -> str:
@@ -41,10 +43,11 @@ class PartInfo:
     bytes: int
     # (record index, padding tokens) for each record holding padding (a chunk's last, at most)
     padded: tuple[tuple[int, int], ...] = ()
+    epoch: int = 0  # copy number of its documents (pipeline.mixture): epoch-major order
 
     @property
-    def key(self) -> tuple[int, int]:
-        return self.file_index, self.chunk_index
+    def key(self) -> tuple[int, int, int]:
+        return self.epoch, self.file_index, self.chunk_index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,19 +76,12 @@ def records_per_shard(*, shard_bytes: int, frame_bytes: int) -> int:
 
 def plan_shards(parts: Iterable[PartInfo], *, split: str, per_shard: int, seq_len: int,
                 frame_bytes: int) -> list[ShardPlan]:
-    """Cut the parts, in (file, chunk) order, into shards of ``per_shard`` records.
+    """Cut the parts, in (epoch, file, chunk) order, into shards of ``per_shard`` records.
 
     Raises:
       ValueError: two parts with one key, or a part whose size is not its records' frames.
     """
-    ordered = sorted(parts, key=lambda p: p.key)
-    for a, b in zip(ordered, ordered[1:]):
-        if a.key == b.key:
-            raise ValueError(f"two parts for (file, chunk) {a.key}: {a} and {b}")
-    for part in ordered:
-        if part.bytes != part.records * frame_bytes:
-            raise ValueError(f"part {part.path} has {part.bytes} bytes, expected "
-                             f"{part.records} records of {frame_bytes} bytes")
+    ordered = ordered_parts(parts, frame_bytes=frame_bytes)
     total = sum(p.records for p in ordered)
     count = -(-total // per_shard)
     plans, pieces, records, padding = [], [], 0, 0
@@ -104,6 +100,19 @@ def plan_shards(parts: Iterable[PartInfo], *, split: str, per_shard: int, seq_le
     if records:
         plans.append(_plan(len(plans), count, split, pieces, records, padding, seq_len))
     return plans
+
+
+def ordered_parts(parts: Iterable[PartInfo], *, frame_bytes: int) -> list[PartInfo]:
+    """The parts in (epoch, file, chunk) order, checked: one part per key, whole frames."""
+    ordered = sorted(parts, key=lambda p: p.key)
+    for a, b in zip(ordered, ordered[1:]):
+        if a.key == b.key:
+            raise ValueError(f"two parts for (epoch, file, chunk) {a.key}: {a} and {b}")
+    for part in ordered:
+        if part.bytes != part.records * frame_bytes:
+            raise ValueError(f"part {part.path} has {part.bytes} bytes, expected "
+                             f"{part.records} records of {frame_bytes} bytes")
+    return ordered
 
 
 def _plan(index, count, split, pieces, records, padding, seq_len) -> ShardPlan:

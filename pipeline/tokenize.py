@@ -1,15 +1,26 @@
 """Stage 2, Tokenize: Chunk -> TokenizedChunk (one id array per document, subset stats).
 
-The SentencePiece model is loaded once per worker in ``DoFn.setup()``; a whole chunk is
-encoded in one batched call (``tokenizer.encoder.CachedEncoder``), whose ids are identical to
-``SentencePieceProcessor.encode``.
+The SentencePiece model is loaded once per worker in ``DoFn.setup()``, where the encoder
+backend (``--encoder``, see ``tokenizer.backends``) and its exactness guard
+(``tokenizer.guard.ChunkEncoder``) are built; a whole chunk is encoded in one batched call.
+Ids are the documented encoding: ``SentencePieceProcessor.encode``'s, a literal U+2581 as its
+byte pieces.
 
-Most of the encoder's time is Python (word split, cache look-ups), which holds the GIL, so
-with ``processes > 1`` chunks are encoded in a pool of that many encoder processes (each with
-its own model and cache) while this process reads, packs and writes: every core works even
-with a single input file. Results are emitted in input order (a FIFO of futures), so the
-output does not depend on the pool; the last ones are emitted in ``finish_bundle``, which Beam
-calls upstream-first, before the downstream writer finishes.
+How the worker's cores are used is decided in ``setup()`` too, from the backend:
+
+* a backend that releases the GIL (gigatoken) encodes chunks in threads of this process
+  (one per core with ``pool_if_auto``): no second copy of the model, and the encoding runs
+  while this thread reads, packs and writes;
+* the sentencepiece backend's word cache is Python, which holds the GIL, so chunks go to a
+  pool of encoder processes (one per core with ``pool_if_auto``), each with its own model and
+  cache;
+* ``processes=1``: encode in this thread; ``processes > 1``: a pool of processes whatever the
+  backend.
+
+Results are emitted in input order (a FIFO of futures), so the output does not depend on the
+threads or the pool; the last ones are emitted in ``finish_bundle``, which Beam calls
+upstream-first, before the downstream writer finishes. Each chunk also yields its
+``EncodeStats`` on the ``encoder_stats`` output, for the manifest.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import logging
 import multiprocessing
 import os
 
@@ -31,6 +43,9 @@ from tokenizer import pool_worker
 from tokenizer.spec import SPACE_SYMBOL
 
 WORKERS_NAMESPACE = "pilepack.workers"
+ENCODER_STATS = "encoder_stats"
+
+log = logging.getLogger("pilepack")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,48 +54,84 @@ class TokenizedChunk:
     chunk_index: int
     documents: tuple[np.ndarray, ...]
     subsets: dict[str, SubsetStats]
+    repeats: tuple[int, ...] = ()  # the chunk's copies per document (pipeline.mixture)
+    before: dict | None = None  # subset stats before the mixture's copies (pipeline.mixture)
+    before: dict[str, SubsetStats] | None = None  # with repeats: the totals before copying
 
 
-def subset_stats(chunk: Chunk, token_arrays) -> dict[str, SubsetStats]:
-    """Per-subset totals of one chunk. SentencePiece escapes ' ' to U+2581 before encoding, so
-    a literal U+2581 decodes as a space: such documents are kept and counted as lossy."""
+def subset_stats(chunk: Chunk, token_arrays, *, lossless_space_symbol: bool = True,
+                 copies: bool = True) -> dict[str, SubsetStats]:
+    """Per-subset totals of one chunk. A literal U+2581 is encoded as its byte pieces, so every
+    document decodes back exactly; only a model without byte pieces (``lossless_space_symbol``
+    False) decodes U+2581 as a space, and such documents are counted as lossy. With a mixture
+    (``chunk.repeats``) a document counts once per copy written, or with ``copies=False`` once
+    (the totals before the mixture, documents with 0 copies included)."""
     stats: dict[str, SubsetStats] = {}
-    for doc, ids in zip(chunk.documents, token_arrays):
+    repeats = chunk.repeats if copies and chunk.repeats else (1,) * len(chunk.documents)
+    for doc, ids, count in zip(chunk.documents, token_arrays, repeats):
+        if not count:
+            continue
         entry = stats.setdefault(doc.subset, SubsetStats())
-        entry.documents += 1
-        entry.bytes += doc.text_bytes
-        entry.tokens += len(ids)
-        entry.lossy_documents += SPACE_SYMBOL in doc.text
+        for _ in range(count):
+            entry.count_document(text_bytes=doc.text_bytes, tokens=len(ids),
+                                 lossy=not lossless_space_symbol and SPACE_SYMBOL in doc.text)
     return stats
 
 
 class _TokenizeFn(beam.DoFn):
-    def __init__(self, *, model_path: str, num_threads: int, processes: int, pool_if_auto: bool):
+    def __init__(self, *, model_path: str, num_threads: int, processes: int, pool_if_auto: bool,
+                 encoder: str = "auto", on_mismatch: str = "fail", check_every: int = 64,
+                 file_paths: tuple[str, ...] = ()):
         self._model_path = model_path
         self._num_threads = num_threads
         self._requested_processes = processes
         self._pool_if_auto = pool_if_auto
+        self._guard = {"encoder": encoder, "on_mismatch": on_mismatch,
+                       "check_every": check_every}
+        self._file_paths = tuple(file_paths)
         self._encoder = None
         self._pool = None
 
     def setup(self):
-        from tokenizer.encoder import CachedEncoder, load_model_bytes, usable_cores
+        from tokenizer.encoder import load_model_bytes, usable_cores
+        from tokenizer.guard import ChunkEncoder
 
-        # Decided here, on the worker: its own cores, not the launching machine's.
-        self._processes = self._requested_processes or (
-            usable_cores() if self._pool_if_auto else 1)
         model = load_model_bytes(self._model_path)
-        if self._processes > 1:
+        # Decided here, on the worker: its own cores, not the launching machine's.
+        cores = usable_cores()
+        workers = self._requested_processes or (cores if self._pool_if_auto else 1)
+        self._encoder = ChunkEncoder(model_proto=model, num_threads=1, **self._guard)
+        backend = self._encoder.backend
+        if self._encoder.reason:
+            log.warning("encoder %s (--encoder=%s): %s", backend.name, self._guard["encoder"],
+                        self._encoder.reason)
+        self._lossless = backend.lossless_space_symbol
+        if backend.releases_gil and not self._requested_processes:
+            # Threads of this process (measured faster and smaller than processes: BENCHMARKS).
+            workers = self._num_threads or workers
+            self._processes = workers
+            self._pool = concurrent.futures.ThreadPoolExecutor(workers) if workers > 1 else None
+            self._encode = self._encoder.encode
+        elif workers > 1:
             # spawn, not fork: this process runs Beam's and TensorFlow's threads.
+            options = dict(self._guard, encoder=backend.name)
+            self._encoder = None  # each process has its own
+            self._processes = workers
             self._pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self._processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=pool_worker.init, initargs=(model, os.getpid()),
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=pool_worker.init, initargs=(model, os.getpid(), options),
             )
             # Start every process now, while this one goes on reading.
-            for _ in range(self._processes):
+            for _ in range(workers):
                 self._pool.submit(pool_worker.warm_up)
+            self._encode = pool_worker.encode
         else:
-            self._encoder = CachedEncoder(model_proto=model, num_threads=self._num_threads)
+            # In this thread, the backend using --num_threads threads for each chunk.
+            self._processes = 1
+            if self._num_threads != 1:
+                self._encoder = ChunkEncoder(model_proto=model, num_threads=self._num_threads,
+                                             **self._guard)
+            self._encode = self._encoder.encode
 
     def start_bundle(self):
         self._pending = collections.deque()
@@ -89,49 +140,71 @@ class _TokenizeFn(beam.DoFn):
         # Which worker processes did the work (python -m pipeline.run prints how many).
         beam.metrics.Metrics.counter(WORKERS_NAMESPACE, f"pid-{os.getpid()}").inc()
         texts = [doc.text for doc in chunk.documents]
+        lines = [doc.line for doc in chunk.documents]
+        path = self._path(chunk.file_index)
         if self._pool is None:
-            yield self._result(chunk, self._encoder.encode_batch(texts))
+            yield from self._results(chunk, *self._encode(texts, path=path, lines=lines))
             return
-        self._pending.append((chunk, self._pool.submit(pool_worker.encode, texts)))
-        # Keep every process busy, plus one chunk queued, and no more (bounded memory).
+        self._pending.append((chunk, self._pool.submit(self._encode, texts, path=path,
+                                                       lines=lines)))
+        # Keep every worker busy, plus one chunk queued, and no more (bounded memory).
         while len(self._pending) > self._processes + 1:
             done, future = self._pending.popleft()
-            yield self._result(done, future.result())
+            yield from self._results(done, *future.result())
 
     def finish_bundle(self):
         while self._pending:
             chunk, future = self._pending.popleft()
-            yield WindowedValue(self._result(chunk, future.result()), 0, [GlobalWindow()])
+            for item in self._results(chunk, *future.result()):
+                if isinstance(item, beam.pvalue.TaggedOutput):
+                    yield beam.pvalue.TaggedOutput(
+                        item.tag, WindowedValue(item.value, 0, [GlobalWindow()]))
+                else:
+                    yield WindowedValue(item, 0, [GlobalWindow()])
 
     def teardown(self):
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
 
-    @staticmethod
-    def _result(chunk: Chunk, ids) -> TokenizedChunk:
+    def _path(self, file_index: int) -> str:
+        if 0 <= file_index < len(self._file_paths):
+            return self._file_paths[file_index]
+        return f"input file {file_index}"
+
+    def _results(self, chunk: Chunk, ids, stats):
         beam.metrics.Metrics.counter("tokenize", "documents").inc(len(ids))
-        return TokenizedChunk(
+        yield TokenizedChunk(
             file_index=chunk.file_index,
             chunk_index=chunk.chunk_index,
             documents=tuple(ids),
-            subsets=subset_stats(chunk, ids),
+            subsets=subset_stats(chunk, ids, lossless_space_symbol=self._lossless),
+            repeats=chunk.repeats,
+            before=subset_stats(chunk, ids, lossless_space_symbol=self._lossless, copies=False)
+            if chunk.repeats else None,
         )
+        yield beam.pvalue.TaggedOutput(ENCODER_STATS, stats)
 
 
 class Tokenize(beam.PTransform):
-    """PCollection[Chunk] -> PCollection[TokenizedChunk].
+    """PCollection[Chunk] -> {chunks: TokenizedChunk, encoder_stats: EncodeStats}.
 
-    ``num_threads`` 0: all of the worker's cores. ``processes`` 0: a pool of one encoder
-    process per worker core when ``pool_if_auto`` (the in-process DirectRunner, one worker for
-    the whole machine), else encode in the worker itself (runners that already run a worker
-    per core).
+    ``num_threads`` 0: all of the worker's cores. ``processes`` 0: one encoder per worker core
+    when ``pool_if_auto`` (the in-process DirectRunner, one worker for the whole machine) --
+    threads for a backend that releases the GIL, else processes -- and otherwise encode in the
+    worker itself (runners that already run a worker per core). ``encoder``,
+    ``on_mismatch``, ``check_every``: see ``tokenizer.guard.ChunkEncoder``; ``file_paths``
+    (by file index) name documents in the guard's errors and sample them.
     """
 
     def __init__(self, *, model_path: str, num_threads: int = 0, processes: int = 0,
-                 pool_if_auto: bool = False):
+                 pool_if_auto: bool = False, encoder: str = "auto", on_mismatch: str = "fail",
+                 check_every: int = 64, file_paths: tuple[str, ...] = ()):
         super().__init__()
         self._fn = _TokenizeFn(model_path=model_path, num_threads=num_threads,
-                               processes=processes, pool_if_auto=pool_if_auto)
+                               processes=processes, pool_if_auto=pool_if_auto, encoder=encoder,
+                               on_mismatch=on_mismatch, check_every=check_every,
+                               file_paths=file_paths)
 
     def expand(self, chunks):
-        return chunks | "Encode" >> beam.ParDo(self._fn)
+        return chunks | "Encode" >> beam.ParDo(self._fn).with_outputs(ENCODER_STATS,
+                                                                       main="chunks")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 # ModelProto
+_PIECES = 1
 _TRAINER_SPEC = 2
 _NORMALIZER_SPEC = 3
 # TrainerSpec
@@ -23,7 +24,13 @@ _ADD_DUMMY_PREFIX = 3
 _REMOVE_EXTRA_WHITESPACES = 4
 _ESCAPE_WHITESPACES = 5
 
+# ModelProto.SentencePiece
+_PIECE_TYPE = 3
+
 MODEL_TYPE_NAMES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
+# ModelProto.SentencePiece.Type
+PIECE_TYPE_NAMES = {1: "normal", 2: "unknown", 3: "control", 4: "user-defined", 5: "unused",
+                    6: "byte"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,16 +62,23 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 def _fields(buf: bytes) -> dict[int, int | bytes]:
     """Last value of each field number (protobuf's rule for repeated scalars)."""
-    out: dict[int, int | bytes] = {}
+    return dict(_iter_fields(buf))
+
+
+def _iter_fields(buf: bytes):
+    """(field number, value) of every field, in order (repeated fields once per value)."""
     pos = 0
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         number, wire_type = key >> 3, key & 7
         if wire_type == 0:
-            out[number], pos = _varint(buf, pos)
+            value, pos = _varint(buf, pos)
+            yield number, value
         elif wire_type == 2:
             length, pos = _varint(buf, pos)
-            out[number] = buf[pos : pos + length]
+            if pos + length > len(buf):
+                raise ValueError("truncated SentencePiece model proto")
+            yield number, buf[pos : pos + length]
             pos += length
         elif wire_type == 1:
             pos += 8
@@ -74,7 +88,6 @@ def _fields(buf: bytes) -> dict[int, int | bytes]:
             raise ValueError(f"unsupported wire type {wire_type} in SentencePiece model proto")
         if pos > len(buf):
             raise ValueError("truncated SentencePiece model proto")
-    return out
 
 
 def read_model_facts(model_proto: bytes) -> ModelFacts:
@@ -98,3 +111,23 @@ def read_model_facts(model_proto: bytes) -> ModelFacts:
         ),
         escape_whitespaces=bool(normalizer.get(_ESCAPE_WHITESPACES, default.escape_whitespaces)),
     )
+
+
+def read_piece_types(model_proto: bytes) -> list[str]:
+    """The type of every piece, in id order ("normal", "control", "user-defined", ...)."""
+    return [PIECE_TYPE_NAMES.get(_piece_type(bytes(piece)), "unknown-type")
+            for number, piece in _iter_fields(model_proto) if number == _PIECES]
+
+
+def _piece_type(piece: bytes) -> int:
+    # SentencePiece writes piece (1), score (2, fixed32), then type (3) only if not NORMAL:
+    # read that layout directly, anything else through the general decoder.
+    if piece[:1] == b"\x0a" and piece[1] < 0x80:
+        end = 2 + piece[1]
+        if piece[end : end + 1] == b"\x15":
+            rest = piece[end + 5 :]
+            if not rest:
+                return 1
+            if len(rest) == 2 and rest[0] == 0x18 and rest[1] < 0x80:
+                return rest[1]
+    return _fields(piece).get(_PIECE_TYPE, 1)

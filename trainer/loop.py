@@ -130,13 +130,15 @@ def train(
     model_dir: str,
     eval_data: Dataset | None = None,
     map_input=None,
+    export: bool = True,
 ) -> TrainResult:
     """Train (or resume training) ``model_config`` on ``train_data`` until ``train_config.steps``.
 
     Resumes from the newest checkpoint in ``model_dir`` and continues with exactly the batches
     an uninterrupted run would have read next. The chief writes ``run.json``, checkpoints,
     ``metrics.jsonl``, ``tensorboard/``, ``profile/`` and ``export/model.keras``; every process
-    computes. ``map_input`` (tests) transforms each input pipeline's ``tf.data.Dataset``.
+    computes. ``map_input`` (tests) transforms each input pipeline's ``tf.data.Dataset``;
+    ``export=False`` (benchmarks) skips writing ``export/``.
     """
     cfg = train_config
     telemetry = Telemetry(
@@ -280,7 +282,7 @@ def train(
                 )
         if checkpoint_now or evaluate_now:  # tokens/s counts training, not saving or evaluating
             clock, clock_step = time.perf_counter(), step
-    if backend.is_chief:
+    if backend.is_chief and export:
         _write_exports(model, train_data=train_data, model_dir=model_dir)
     return TrainResult(
         start_step=start_step,

@@ -25,30 +25,40 @@ from trainer.observe.diagnose import RULES, Finding, diagnose, summarize
 REPORT_DIR = "report"  # under MODEL_DIR/profile/
 PAGE = "index.html"
 DIAGNOSIS = "diagnosis.json"
-# (file, title, how to read it): the page shows them in this order.
+
+
+@dataclasses.dataclass(frozen=True)
+class Chart:
+    file: str
+    title: str
+    how_to_read: str
+
+
+# The page shows them in this order; docs/observability.md explains each at more length.
 CHARTS = (
-    ("timeline.png", "Timeline",
-     "Everything on one clock. Top: each step's time (a bar as wide as the step lasted, or as "
-     "a group of consecutive steps on long runs), orange while the loop waited for the next "
-     "batch, blue while the step computed; the first steps, which compile, are cut off at the "
-     "top. Below: host CPU, GPU, host memory, disk and network over the same seconds."),
-    ("steps.png", "Step time by step",
-     "Per global step: input wait (orange) under compute (blue); the black line is the input "
-     "wait as a share of the step (right axis); red triangles mark outlier steps, above the "
-     "dotted line at 3x the median step time."),
-    ("cpu.png", "Host CPU",
-     "Top: every core over time (yellow = busy). Bottom: the mean over cores (black), the range "
-     "from the least to the most busy core (grey) and the training process (blue), in % of all "
-     "cores."),
-    ("gpu.png", "GPU",
-     "Per GPU: utilization (solid: the share of time a kernel ran) and memory used (dashed), "
-     "from NVML. TensorFlow reserves most GPU memory at start, so memory stays high."),
-    ("memory.png", "Host memory",
-     "Memory in use (black) against the limit (red, dashed: the container's cgroup limit when "
-     "lower than the machine's memory) and the training process's resident memory (blue)."),
-    ("io.png", "Disk and network",
-     "Bytes per second read from and written to the host's disks, and received and sent on its "
-     "network interfaces (shards streamed from S3 arrive as network traffic)."),
+    Chart("timeline.png", "Timeline",
+          "Everything on one clock. Top: each step's time (a bar as wide as the step lasted, or "
+          "as a group of consecutive steps on long runs), orange while the loop waited for the "
+          "next batch, blue while the step computed; bars cut at the top (the first steps, which "
+          "compile) carry their height. Below: host CPU, GPU, host memory, disk and network."),
+    Chart("steps.png", "Step time by step",
+          "Per global step: input wait (orange) under compute (blue); the black line is the input "
+          "wait as a share of the step (right axis); red triangles mark outlier steps, above the "
+          "dotted line at 3x the median step time."),
+    Chart("cpu.png", "Host CPU",
+          "Top: every core over time (yellow = busy). Bottom: the mean over cores (black), the "
+          "range from the least to the most busy core (grey) and the training process (blue), in "
+          "% of all cores."),
+    Chart("gpu.png", "GPU",
+          "Per GPU: utilization (solid: the share of time a kernel ran) and memory used (dashed), "
+          "from NVML. TensorFlow reserves most GPU memory at start, so memory stays high."),
+    Chart("memory.png", "Host memory",
+          "Memory in use (black) against the limit (red, dashed: the container's cgroup limit "
+          "when lower than the machine's memory) and the training process's resident memory "
+          "(blue)."),
+    Chart("io.png", "Disk and network",
+          "Bytes per second read from and written to the host's disks, and received and sent on "
+          "its network interfaces (shards streamed from S3 arrive as network traffic)."),
 )
 
 
@@ -103,8 +113,9 @@ def render_page(*, model_dir: str, figures: dict, findings: list[Finding]) -> st
     rows = "".join(f"<tr><td><code>{k}</code></td><td>{html.escape(_figure_text(v))}</td></tr>"
                    for k, v in shown.items())
     sections = "".join(
-        f'<h2>{title}</h2><p>{html.escape(text)}</p><img src="{name}" alt="{title}" width="1000">'
-        for name, title, text in CHARTS
+        f'<h2>{c.title}</h2><p>{html.escape(c.how_to_read)}</p>'
+        f'<img src="{c.file}" alt="{c.title}" width="1000">'
+        for c in CHARTS
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Profile of {html.escape(model_dir)}</title>
@@ -144,8 +155,8 @@ def report(*, model_dir: str, output: str = "", skip_first_steps: int = 2) -> Re
         "memory.png": lambda: charts.memory(samples, t0=t0),
         "io.png": lambda: charts.disk_and_network(samples, t0=t0),
     }
-    for name, _, _ in CHARTS:
-        _write(storage.join(output, name), images[name]())
+    for chart in CHARTS:
+        _write(storage.join(output, chart.file), images[chart.file]())
     diagnosis = {
         "figures": figures,
         "findings": [
@@ -158,7 +169,7 @@ def report(*, model_dir: str, output: str = "", skip_first_steps: int = 2) -> Re
     page = storage.join(output, PAGE)
     _write(page, render_page(model_dir=model_dir, figures=figures, findings=findings).encode())
     return Report(figures=figures, findings=findings, page=page,
-                  charts=tuple(storage.join(output, name) for name, _, _ in CHARTS))
+                  charts=tuple(storage.join(output, chart.file) for chart in CHARTS))
 
 
 def run(flags: ReportFlags) -> None:

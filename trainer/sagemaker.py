@@ -2,9 +2,9 @@
 
     python -m trainer.sagemaker --image=ACCOUNT.dkr.ecr.REGION.amazonaws.com/pilepack-train:TAG \\
         --train_data=s3://bucket/pile/train/ --eval_data=s3://bucket/pile/val/ \\
-        --instance_type=ml.p4d.24xlarge --instance_count=10 \\
+        --instance_type=ml.p5.48xlarge --instance_count=10 \\
         --checkpoint_s3_uri=s3://bucket/runs/1.3b/checkpoints --spot --max_wait_s=864000 \\
-        -- --preset=1.3b --steps=100000 --global_batch_size=512 --bf16 --xla
+        -- --preset=1.3b --steps=100000 --global_batch_size=1280 --bf16 --recompute --xla
 
 Flags after ``--`` are ``trainer.train``'s and travel as the job's hyperparameters; checked
 here when TensorFlow is installed, else by the job when it starts. ``--dry_run`` prints the job

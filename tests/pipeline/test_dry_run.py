@@ -1,10 +1,10 @@
-"""``--dry_run`` (pipeline/dry_run.py): exact on inputs it reads to the end, close on the rest,
-Beam's worker options read, nothing written."""
+"""``--dry_run`` (pipeline/dry_run.py, pipeline/dry_run_sample.py): exact on inputs it reads
+to the end, close on the rest, Beam's worker options read, nothing written."""
 
 import pytest
 
 from datagen.pile_files import pile_doc, write_jsonl_zst
-from pipeline import dry_run, run
+from pipeline import dry_run, dry_run_sample, run
 from pipeline.config import PipelineConfig, ReadConfig
 from pipeline.inputs import expand_inputs
 from schemas import manifest
@@ -21,8 +21,8 @@ def test_machine_cores_from_the_machine_type(machine_type, cores):
 
 
 def test_sampled_files_are_evenly_spaced():
-    assert dry_run.sampled_indices(30, most=4) == [0, 10, 19, 29]
-    assert dry_run.sampled_indices(3, most=16) == [0, 1, 2]
+    assert dry_run_sample.sampled_indices(30, most=4) == [0, 10, 19, 29]
+    assert dry_run_sample.sampled_indices(3, most=16) == [0, 1, 2]
 
 
 def test_dry_run_of_inputs_read_to_the_end_equals_the_real_run(tiny_input, tiny_dataset,
@@ -54,7 +54,7 @@ def test_a_file_longer_than_the_sample_is_extrapolated(tmp_path):
     path = write_jsonl_zst(tmp_path / "00.jsonl.zst", docs, frames=3)
     true_text = sum(len(d["text"].encode()) for d in docs)
     (file,) = expand_inputs(path)
-    sample = dry_run.sample_file(file, config=ReadConfig(), text_bytes=true_text // 10)
+    sample = dry_run_sample.sample_file(file, config=ReadConfig(), text_bytes=true_text // 10)
     assert not sample.complete and sample.text_bytes < true_text / 5
     config = PipelineConfig(input=path, seq_len=64)
     cluster = dry_run.Cluster(runner="DirectRunner", workers=2, cores_per_worker=1, source="",
@@ -63,7 +63,7 @@ def test_a_file_longer_than_the_sample_is_extrapolated(tmp_path):
                            cluster=cluster, tokenized=False)
     assert est.text_bytes == pytest.approx(true_text, rel=0.1)
     assert est.documents == pytest.approx(len(docs), rel=0.1)
-    assert est.tokens == pytest.approx(true_text / dry_run.ASSUMED_BYTES_PER_TOKEN + len(docs),
+    assert est.tokens == pytest.approx(true_text / dry_run_sample.ASSUMED_BYTES_PER_TOKEN + len(docs),
                                        rel=0.1)
     assert est.bytes_per_token == {}  # assumed, not measured
     assert est.core_hours == pytest.approx(est.text_bytes / 1e6 / 3600

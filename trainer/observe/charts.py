@@ -1,8 +1,8 @@
 """The profile report's PNG charts (matplotlib, no display needed: ``Figure`` renders with Agg).
 
 Every chart is a function of the rows of ``profile/steps.jsonl`` and ``profile/system.jsonl``
-returning PNG bytes; time runs in seconds from ``t0`` (``origin``: the first row of either). docs/observability.md shows
-how to read each one.
+returning PNG bytes; time runs in seconds from ``t0`` (``origin``: the first row of either).
+docs/observability.md shows how to read each one.
 """
 
 from __future__ import annotations
@@ -14,17 +14,22 @@ import matplotlib
 
 matplotlib.use("Agg")  # before anything draws: no display, in any process
 
-from matplotlib.figure import Figure  # noqa: E402  (after choosing the backend)
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-from trainer.observe.diagnose import OUTLIER_FACTOR, step_seconds  # noqa: E402
+from trainer.observe.diagnose import OUTLIER_FACTOR, step_seconds
 
 MAX_BARS = 600  # more steps than this are drawn as bins of consecutive steps
+MAX_NOTES = 5  # bars cut at the top of a chart that get their height written on them
 INPUT_COLOR, COMPUTE_COLOR = "#e6862f", "#3b75af"
 GIB, MIB = 1 << 30, 1 << 20
 
 
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
 def _png(figure: Figure) -> bytes:
-    figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()
@@ -47,18 +52,31 @@ def _y_limit(steps: list[dict], skip_first_steps: int) -> float | None:
     return max(steady) * 1.15 if steady else None
 
 
-def _draw_steps_over_time(ax, steps, t0, skip_first_steps):
-    for group in _bins(steps):
-        start = group[0]["time"] - t0
-        width = group[-1]["time"] + step_seconds(group[-1]) - group[0]["time"]
-        waited = statistics.fmean(row["input_s"] for row in group)
-        computed = statistics.fmean(row["compute_s"] for row in group)
-        ax.bar(start, waited, width=width, align="edge", color=INPUT_COLOR, linewidth=0)
-        ax.bar(start, computed, bottom=waited, width=width, align="edge", color=COMPUTE_COLOR,
+def _stacked_bars(ax, bars, top) -> None:
+    """``bars``: (x, width, input s, compute s); bars above ``top`` are cut, their height noted."""
+    for x, width, waited, computed in bars:
+        ax.bar(x, waited, width=width, align="edge", color=INPUT_COLOR, linewidth=0)
+        ax.bar(x, computed, bottom=waited, width=width, align="edge", color=COMPUTE_COLOR,
                linewidth=0)
-    top = _y_limit(steps, skip_first_steps)
-    if top:
-        ax.set_ylim(0, top)
+    if not top:
+        return
+    ax.set_ylim(0, top)
+    cut = sorted((b for b in bars if b[2] + b[3] > top), key=lambda b: -(b[2] + b[3]))
+    for x, width, waited, computed in cut[:MAX_NOTES]:
+        total = waited + computed
+        ax.annotate(f"{total:.2g} s, {waited / total:.0%} input", (x + width / 2, top),
+                    xytext=(0, -10), textcoords="offset points", ha="center", fontsize=7,
+                    color="white", bbox={"boxstyle": "round", "fc": "#444444", "lw": 0})
+
+
+def _draw_steps_over_time(ax, steps, t0, skip_first_steps):
+    bars = []
+    for group in _bins(steps):
+        width = group[-1]["time"] + step_seconds(group[-1]) - group[0]["time"]
+        bars.append((group[0]["time"] - t0, width,
+                     statistics.fmean(row["input_s"] for row in group),
+                     statistics.fmean(row["compute_s"] for row in group)))
+    _stacked_bars(ax, bars, _y_limit(steps, skip_first_steps))
     ax.set_ylabel("s per step")
     ax.set_title("step time: waiting for input (orange), computing (blue)", fontsize=10)
 
@@ -95,7 +113,8 @@ def _draw_gpu(ax, samples, t0):
         ax.set_yticks([])
     for index, rows in series:
         x = [time - t0 for time, _ in rows]
-        line = ax.plot(x, [gpu["utilization_percent"] for _, gpu in rows], label=f"GPU {index} busy")
+        busy = [gpu["utilization_percent"] for _, gpu in rows]
+        line = ax.plot(x, busy, label=f"GPU {index} busy")
         ax.plot(x, [100 * gpu["memory_used_bytes"] / gpu["memory_total_bytes"] for _, gpu in rows],
                 linestyle="--", color=line[0].get_color(), label=f"GPU {index} memory")
     if series:
@@ -133,7 +152,7 @@ NET = (("net_recv_bytes_per_s", "network in"), ("net_sent_bytes_per_s", "network
 
 def timeline(steps, samples, *, t0: float, skip_first_steps: int) -> bytes:
     """The overview: step time split, CPU, GPU, memory and I/O on one clock."""
-    figure = Figure(figsize=(11, 12))
+    figure = _figure(11, 12)
     axes = figure.subplots(5, 1, sharex=True)
     _draw_steps_over_time(axes[0], steps, t0, skip_first_steps)
     _draw_cpu(axes[1], samples, t0)
@@ -147,20 +166,17 @@ def timeline(steps, samples, *, t0: float, skip_first_steps: int) -> bytes:
 
 def step_split(steps, *, skip_first_steps: int) -> bytes:
     """Per step: input wait and compute stacked, outliers marked, the wait share alongside."""
-    figure = Figure(figsize=(11, 4.5))
+    figure = _figure(11, 4.5)
     ax = figure.subplots()
     steady = [step_seconds(row) for row in steps if row.get("n", 0) >= skip_first_steps]
     median = statistics.median(steady) if steady else None
-    for group in _bins(steps):
-        first, width = group[0]["step"], group[-1]["step"] - group[0]["step"] + 1
-        waited = statistics.fmean(row["input_s"] for row in group)
-        computed = statistics.fmean(row["compute_s"] for row in group)
-        ax.bar(first, waited, width=width, align="edge", color=INPUT_COLOR, linewidth=0)
-        ax.bar(first, computed, bottom=waited, width=width, align="edge", color=COMPUTE_COLOR,
-               linewidth=0)
+    bars = [(group[0]["step"], group[-1]["step"] - group[0]["step"] + 1,
+             statistics.fmean(row["input_s"] for row in group),
+             statistics.fmean(row["compute_s"] for row in group)) for group in _bins(steps)]
     top = _y_limit(steps, skip_first_steps)
-    if top:
-        ax.set_ylim(0, top)
+    if top and median:  # room for the outlier threshold
+        top = max(top, OUTLIER_FACTOR * median * 1.1)
+    _stacked_bars(ax, bars, top)
     if median:
         ax.axhline(OUTLIER_FACTOR * median, color="#c0392b", linestyle=":", linewidth=1,
                    label=f"outlier threshold ({OUTLIER_FACTOR:g}x median)")
@@ -169,7 +185,7 @@ def step_split(steps, *, skip_first_steps: int) -> bytes:
         ax.plot([row["step"] + 0.5 for row in outliers],
                 [min(step_seconds(row), top or step_seconds(row)) for row in outliers],
                 "v", color="#c0392b", label="outlier step")
-        ax.legend(loc="upper left", fontsize=7)
+        ax.legend(loc="upper center", fontsize=7)
     ax.set_xlabel("global step")
     ax.set_ylabel("s per step")
     share = ax.twinx()
@@ -184,16 +200,19 @@ def step_split(steps, *, skip_first_steps: int) -> bytes:
 
 def cpu(samples, *, t0: float) -> bytes:
     """Every core over time (a heat map), and the CPU the training process used."""
-    figure = Figure(figsize=(11, 6))
+    figure = _figure(11, 6)
     top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=(2, 1))
     cores = max((len(row["cpu_percent"]) for row in samples), default=0)
     if samples and cores:
+        # A sample's percentages cover the interval since the one before it.
+        times = [row["time"] - t0 for row in samples]
+        edges = [times[0] - (times[1] - times[0] if len(times) > 1 else 1.0), *times]
         grid = [[row["cpu_percent"][c] if c < len(row["cpu_percent"]) else 0.0 for row in samples]
                 for c in range(cores)]
-        end = samples[-1]["time"] - t0
-        image = top.imshow(grid, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=100,
-                           extent=(0, max(end, 1e-3), -0.5, cores - 0.5), interpolation="nearest")
-        figure.colorbar(image, ax=top, label="busy %")
+        mesh = top.pcolormesh(edges, [c - 0.5 for c in range(cores + 1)], grid, cmap="viridis",
+                              vmin=0, vmax=100)
+        figure.colorbar(mesh, ax=[top, bottom], label="busy %", shrink=0.6)
+    top.yaxis.set_major_locator(MaxNLocator(integer=True))
     top.set_ylabel("core")
     top.set_title("host CPU: every core", fontsize=10)
     _draw_cpu(bottom, samples, t0)
@@ -202,7 +221,7 @@ def cpu(samples, *, t0: float) -> bytes:
 
 
 def gpu(samples, *, t0: float) -> bytes:
-    figure = Figure(figsize=(11, 3.5))
+    figure = _figure(11, 3.5)
     ax = figure.subplots()
     _draw_gpu(ax, samples, t0)
     ax.set_xlabel("seconds since the run started")
@@ -210,7 +229,7 @@ def gpu(samples, *, t0: float) -> bytes:
 
 
 def memory(samples, *, t0: float) -> bytes:
-    figure = Figure(figsize=(11, 3.5))
+    figure = _figure(11, 3.5)
     ax = figure.subplots()
     _draw_memory(ax, samples, t0)
     ax.set_xlabel("seconds since the run started")
@@ -218,7 +237,7 @@ def memory(samples, *, t0: float) -> bytes:
 
 
 def disk_and_network(samples, *, t0: float) -> bytes:
-    figure = Figure(figsize=(11, 5.5))
+    figure = _figure(11, 5.5)
     disk_ax, net_ax = figure.subplots(2, 1, sharex=True)
     _draw_io(disk_ax, samples, t0, DISK)
     disk_ax.set_title("disk", fontsize=10)

@@ -93,10 +93,11 @@ def summarize(steps: list[dict], samples: list[dict], *, skip_first_steps: int =
     figures["step_time_max_over_median"] = (
         max(times) / median if median and len(times) >= MIN_STEPS_FOR_OUTLIERS else None
     )
-    outliers = [row["step"] for row in timed if median and step_seconds(row) >= OUTLIER_FACTOR * median]
+    outliers = [row["step"] for row in timed
+                if median and step_seconds(row) >= OUTLIER_FACTOR * median]
     figures["outlier_steps"] = outliers
-    shown = ", ".join(str(step) for step in outliers[:10])
-    figures["outlier_steps_text"] = shown + (f" and {len(outliers) - 10} more" if len(outliers) > 10 else "")
+    more = f" and {len(outliers) - 10} more" if len(outliers) > 10 else ""
+    figures["outlier_steps_text"] = ", ".join(str(step) for step in outliers[:10]) + more
 
     during = samples_during(timed, samples) or samples
     cpu = [statistics.fmean(row["cpu_percent"]) for row in during if row.get("cpu_percent")]

@@ -1,0 +1,187 @@
+"""Scale-out on ONE input file, and bounded memory on the default path (issue: scale-out).
+
+    python -m bench.scaling_bench --corpus=FILE[,FILE...] [--tokenizer_model=PATH] [--reps=3]
+
+Scaling: one input file (several ``--corpus`` files are concatenated into one first: zstd
+frames, gzip members and JSON Lines all concatenate), ``--encode_processes=1``,
+``--runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=N`` for
+N = 1 and N = 2, interleaved (1, 2, 1, 2, ...), each run a fresh ``python -m pipeline.run``.
+Throughput is the run's own figure (text MB over the seconds ``pipeline.run`` reports: from
+listing the input to the committed manifest, imports excluded); the report gives the median
+of the per-rep ratios 2 workers / 1 worker.
+
+Memory: the default path (in-memory DirectRunner, default options: fan-out off, one encoder
+process per core) on the file and on four copies of it (four input files): the peak of the
+RSS summed over the whole process tree (the run and every process it started), polled every
+50 ms with psutil. Every scaling run's tree peak is reported too.
+
+Default corpus: the built-in sample's train files; BENCHMARKS.md's figures come from a 50 MB
+Pile-format corpus: ``--corpus="$DEV/00.jsonl.zst,$DEV/01.jsonl.zst,$DEV/02.jsonl.zst"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench.corpus import corpus_spec
+from common.errors import ConfigError
+from common.flags import ArgumentParser, add_flags, flag, from_args
+
+MULTI = ["--runner=DirectRunner", "--direct_running_mode=multi_processing"]
+_SUMMARY = re.compile(r"\] ([\d.]+) s: ([\d.]+) MB/s of text(?:.*?tokenized by (\d+) worker)?")
+_POLL_SECONDS = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    corpus: str = flag("", help="Pile-format input: a file or a comma list of files of one format "
+                                "(concatenated into one input file); empty: the built-in sample")
+    tokenizer_model: str = flag(
+        "", help="SentencePiece model; empty: train a 32,000-piece one on the corpus first")
+    reps: int = flag(3, help="interleaved repetitions of 1 worker and 2 workers")
+    memory: bool = flag(True, help="also measure the default path's peak memory at 1x and 4x")
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    seconds: float  # as pipeline.run reports it
+    text_mb_per_s: float
+    workers: int  # processes that tokenized (pipeline.run's Beam metric)
+    peak_tree_mb: float
+
+
+def run_polled(argv: list[str]) -> tuple[str, float]:
+    """Run ``argv``; return its output and the peak RSS (MB) summed over its process tree."""
+    import psutil
+
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        root, peak = psutil.Process(process.pid), 0
+        while process.poll() is None:
+            total = 0
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                break
+            for proc in tree:
+                try:
+                    total += proc.memory_info().rss
+                except psutil.NoSuchProcess:  # ended between listing and reading
+                    pass
+            peak = max(peak, total)
+            time.sleep(_POLL_SECONDS)
+        log.seek(0)
+        output = log.read().decode(errors="replace")
+    if process.returncode:
+        raise SystemExit(f"{' '.join(argv)} failed ({process.returncode}):\n{output[-3000:]}")
+    return output, peak / 1e6
+
+
+def pipeline(input_path: str, model: str, output: str, extra: list[str]) -> Measured:
+    shutil.rmtree(output, ignore_errors=True)
+    output_text, peak = run_polled([sys.executable, "-m", "pipeline.run", "--input", input_path,
+                                    "--output", output, "--tokenizer_model", model, *extra])
+    match = _SUMMARY.search(output_text)
+    if not match:
+        raise SystemExit(f"no summary line in the run's output:\n{output_text[-3000:]}")
+    return Measured(seconds=float(match[1]), text_mb_per_s=float(match[2]),
+                    workers=int(match[3] or 0), peak_tree_mb=peak)
+
+
+def one_input_file(corpus: str, workdir: str) -> str:
+    """The corpus as one file: itself, or its files' bytes concatenated (same format only)."""
+    paths = [p for p in corpus.split(",") if p]
+    if len(paths) == 1:
+        return paths[0]
+    suffixes = {p.rsplit("/", 1)[-1].split(".", 1)[-1] for p in paths}
+    if len(suffixes) != 1:
+        raise ConfigError(f"--corpus files must share one format to be concatenated into one "
+                          f"input file, got suffixes {sorted(suffixes)}")
+    target = os.path.join(workdir, "one." + suffixes.pop())
+    with open(target, "wb") as out:
+        for path in paths:
+            with open(path, "rb") as handle:
+                shutil.copyfileobj(handle, out)
+    return target
+
+
+def train_model(input_path: str, workdir: str) -> str:
+    output = os.path.join(workdir, "tokenizer")
+    subprocess.run([sys.executable, "-m", "pipeline.train_tokenizer", "--input", input_path,
+                    "--output_dir", output, "--vocab_size=32000"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return os.path.join(output, "tokenizer.model")
+
+
+def scaling(input_path: str, model: str, workdir: str, reps: int) -> None:
+    rows = []
+    for rep in range(reps):
+        row = {}
+        for workers in (1, 2):
+            row[workers] = pipeline(input_path, model, os.path.join(workdir, "out"), [
+                *MULTI, f"--direct_num_workers={workers}", "--encode_processes=1"])
+            if row[workers].workers != workers:
+                raise SystemExit(f"expected {workers} worker(s) to tokenize, the run reports "
+                                 f"{row[workers].workers}")
+        rows.append(row)
+        print(f"rep {rep}: 1 worker {row[1].text_mb_per_s:.2f} MB/s ({row[1].seconds:.1f} s, "
+              f"tree peak {row[1].peak_tree_mb:.0f} MB), 2 workers {row[2].text_mb_per_s:.2f} "
+              f"MB/s ({row[2].seconds:.1f} s, tree peak {row[2].peak_tree_mb:.0f} MB), ratio "
+              f"{row[2].text_mb_per_s / row[1].text_mb_per_s:.3f}", flush=True)
+    med = statistics.median
+    ratios = [r[2].text_mb_per_s / r[1].text_mb_per_s for r in rows]
+    print("\n| multi_processing DirectRunner, one file, --encode_processes=1 | text MB/s | "
+          "peak RSS of the process tree |")
+    print("|---|---:|---:|")
+    for workers in (1, 2):
+        print(f"| {workers} worker(s) | {med(r[workers].text_mb_per_s for r in rows):.2f} | "
+              f"{med(r[workers].peak_tree_mb for r in rows):,.0f} MB |")
+    print(f"median ratio 2 workers / 1 worker: {med(ratios):.3f} "
+          f"(per rep: {', '.join(f'{r:.3f}' for r in ratios)}); per core at 2 workers: "
+          f"{med(r[2].text_mb_per_s for r in rows) / 2:.2f} MB/s of text")
+
+
+def memory(input_path: str, model: str, workdir: str) -> None:
+    copies = os.path.join(workdir, "copies")
+    os.makedirs(copies, exist_ok=True)
+    suffix = os.path.basename(input_path).split(".", 1)[-1]
+    for i in range(4):
+        shutil.copy(input_path, os.path.join(copies, f"{i:02d}.{suffix}"))
+    one = pipeline(input_path, model, os.path.join(workdir, "mem1"), ["--runner=DirectRunner"])
+    four = pipeline(copies, model, os.path.join(workdir, "mem4"), ["--runner=DirectRunner"])
+    print(f"\ndefault path (in-memory DirectRunner, default options), peak RSS of the process "
+          f"tree: 1x {one.peak_tree_mb:,.0f} MB ({one.text_mb_per_s:.2f} MB/s), 4x "
+          f"{four.peak_tree_mb:,.0f} MB ({four.text_mb_per_s:.2f} MB/s): "
+          f"{(four.peak_tree_mb / one.peak_tree_mb - 1) * 100:+.1f}%")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = ArgumentParser(prog="python -m bench.scaling_bench", description=__doc__)
+    add_flags(parser, Options)
+    options = from_args(Options, parser.parse_args(argv))
+    if options.reps < 1:
+        raise ConfigError(f"--reps must be >= 1, got {options.reps}")
+    workdir = tempfile.mkdtemp(prefix="pilepack-scaling-")
+    try:
+        input_path = one_input_file(corpus_spec(options.corpus), workdir)
+        model = options.tokenizer_model or train_model(input_path, workdir)
+        print(f"input: one file, {os.path.getsize(input_path):,} bytes; model: {model}; "
+              f"{os.cpu_count()} cores", flush=True)
+        scaling(input_path, model, workdir, options.reps)
+        if options.memory:
+            memory(input_path, model, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

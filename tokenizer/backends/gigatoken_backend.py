@@ -1,0 +1,170 @@
+"""``--encoder=gigatoken``: SentencePiece BPE with byte fallback in compiled Rust (gigatoken).
+
+gigatoken encodes batches of texts without the GIL from a HuggingFace-style BPE definition
+(merges ranked by piece score, byte fallback). Its own converter from a SentencePiece
+``.model`` makes the *control* pieces (``<s>``, ``</s>``, ``<pad>``) added tokens, matched when
+they appear as plain text, which SentencePiece never does; this module builds the definition
+itself (``tokenizer_json``) without them, and without any merge that would build a piece input
+text can never match (control, unknown, byte). With that it reproduces
+``SentencePieceProcessor.encode`` exactly on the models this project trains; what it cannot
+prove exact it refuses (``unsupported_reason``), and ``GigatokenBackend`` compares itself with
+SentencePiece on ``PROBES`` when it loads.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import sentencepiece as spm
+
+from tokenizer.backends.base import BackendUnavailable, EncoderBackend
+from tokenizer.id_store import TOKEN_DTYPE
+from tokenizer.model_proto import read_model_facts, read_piece_types
+from tokenizer.spec import SPACE_SYMBOL
+
+NAME = "gigatoken"
+
+# Texts on which the backend must equal SentencePiece before it is used (besides
+# tokenizer.encoder.LOSSLESS_PROBES): control pieces' texts in code, byte-piece look-alikes,
+# long runs, characters outside any vocabulary.
+PROBES = (
+    "</s>", "<s>", "<pad>", "<unk>", "x = '<s>' + y + '</s>'  # <pad>", "<0x41><0xE2>",
+    "a" * 3000, " " * 300 + "x", "\t" * 64, "\r\n" * 8, "a\x00\x00b", "\U0010ffff\U000e0001",
+    "if (a<b && c>d) { return s; }", "<|endoftext|>", "\ufeffBOM", "😀" * 20,
+)
+
+
+def unsupported_reason(model_proto: bytes, processor: spm.SentencePieceProcessor) -> str:
+    """Why gigatoken cannot be trusted to encode this model exactly ('' when it can)."""
+    facts = read_model_facts(model_proto)
+    if facts.model_type != "bpe":
+        return f"model_type is {facts.model_type}; gigatoken encodes BPE models only"
+    if not facts.byte_fallback:
+        return "byte_fallback is off; gigatoken needs byte fallback"
+    if (facts.precompiled_charsmap_size or facts.add_dummy_prefix
+            or facts.remove_extra_whitespaces or not facts.escape_whitespaces
+            or facts.treat_whitespace_as_suffix):
+        return (f"the normalizer rewrites text ({facts}); gigatoken is verified exact only for "
+                "the options of tokenizer.spec")
+    types = read_piece_types(model_proto)
+    for kind in ("user-defined", "unused"):
+        found = [processor.id_to_piece(i) for i, name in enumerate(types) if name == kind]
+        if found:
+            return (f"the model has {len(found)} {kind} piece(s) (e.g. {found[0]!r}), which "
+                    "SentencePiece treats in ways gigatoken does not reproduce")
+    scores = [processor.get_score(i) for i, name in enumerate(types)
+              if name == "normal" and len(processor.id_to_piece(i)) > 1]
+    if len(set(scores)) != len(scores):
+        return "pieces share a score; SentencePiece and gigatoken break such ties differently"
+    return ""
+
+
+def tokenizer_json(processor: spm.SentencePieceProcessor) -> str:
+    """The model as a HuggingFace-style BPE definition for gigatoken.
+
+    What gigatoken's own converter (``gigatoken.Tokenizer.from_sentencepiece``) builds for the
+    models ``unsupported_reason`` accepts, less its two departures from SentencePiece: control
+    pieces are not added tokens (SentencePiece never matches them in text), and no merge
+    builds a piece text cannot match (control, unknown, byte). Merges are ranked as there (and
+    as in transformers' ``generate_merges``): by the merged piece's score, best first.
+    """
+    size = processor.get_piece_size()
+    pieces = [processor.id_to_piece(i) for i in range(size)]
+    vocab = {piece: i for i, piece in enumerate(pieces)}
+    matchable = [i for i in range(size) if not (processor.is_control(i) or processor.is_unknown(i)
+                                                or processor.is_byte(i))]
+    merges = []
+    for i in matchable:
+        merged = pieces[i]
+        local = [(merged[:k], merged[k:]) for k in range(1, len(merged))
+                 if merged[:k] in vocab and merged[k:] in vocab]
+        if not local:
+            continue
+        if len(local) > 1:
+            local.sort(key=lambda pair: (vocab[pair[0]], vocab[pair[1]]))
+        score = processor.get_score(i)
+        merges += [(left, right, score) for left, right in local]
+    merges.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)  # stable
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        # SentencePiece's only rewrite under tokenizer.spec's options: ' ' -> U+2581.
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Replace", "pattern": {"String": " "}, "content": SPACE_SYMBOL}]},
+        "pre_tokenizer": None, "post_processor": None, "decoder": None,
+        "model": {
+            "type": "BPE", "dropout": None, "unk_token": processor.id_to_piece(processor.unk_id()),
+            "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+            "byte_fallback": True, "ignore_merges": False, "vocab": vocab,
+            "merges": [(left, right) for left, right, _ in merges],
+        },
+    }, ensure_ascii=False)
+
+
+class GigatokenBackend(EncoderBackend):
+    """Thread-safe: one instance may serve several threads at once."""
+
+    name = NAME
+    releases_gil = True
+
+    def __init__(self, *, model_proto: bytes, processor: spm.SentencePieceProcessor | None = None,
+                 num_threads: int = 1):
+        """Args:
+          model_proto: A serialized SentencePiece model.
+          processor: The model's processor, when the caller already has one.
+          num_threads: Threads per batch (the batch is split by bytes); 0 = every core.
+
+        Raises:
+          BackendUnavailable: gigatoken is not installed, or not exact for this model.
+        """
+        from tokenizer.encoder import LOSSLESS_PROBES, processor_from_bytes, usable_cores
+
+        super().__init__(processor=processor or processor_from_bytes(model_proto))
+        try:
+            from gigatoken.gigatoken_rs import load_hf_json
+        except ImportError as err:
+            raise BackendUnavailable(f"gigatoken is not installed ({err})") from None
+        reason = unsupported_reason(model_proto, self._processor)
+        if reason:
+            raise BackendUnavailable(reason)
+        self.version = importlib.metadata.version("gigatoken")
+        self._tokenizer = load_hf_json(tokenizer_json(self._processor))
+        self._threads = num_threads or usable_cores()
+        self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
+        # Control and unknown pieces' texts: matched as plain text only because of the edit
+        # in tokenizer_json, so the guard checks every document that holds one.
+        sp = self._processor
+        self.special_strings += tuple(sorted(
+            sp.id_to_piece(i) for i in range(sp.get_piece_size())
+            if sp.is_control(i) or sp.is_unknown(i)))
+        probes = list(LOSSLESS_PROBES) + list(PROBES)
+        for probe, ids in zip(probes, self._encode_plain(probes)):
+            if ids.tolist() != self._processor.encode(probe):
+                raise BackendUnavailable(f"gigatoken {self.version} differs from SentencePiece "
+                                         f"on {probe[:40]!r} with this model")
+
+    def _encode_plain(self, texts: list[str]) -> list[np.ndarray]:
+        if self._pool is None or len(texts) < 2:
+            return self._encode_slice(texts)
+        slices = _balanced_slices(texts, self._threads)
+        return [ids for part in self._pool.map(self._encode_slice, slices) for ids in part]
+
+    def _encode_slice(self, texts: list[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        import awkward as ak
+
+        layout = ak.to_layout(self._tokenizer.encode_batch(texts, parallel=False))
+        flat = layout.content.data.astype(TOKEN_DTYPE)  # uint32 -> int32: ids < 2**31
+        offsets = layout.offsets.data
+        return np.split(flat[offsets[0]:], offsets[1:-1] - offsets[0])
+
+
+def _balanced_slices(texts: list[str], parts: int) -> list[list[str]]:
+    """``texts`` cut into at most ``parts`` consecutive runs of about equal length."""
+    ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
+    cuts = np.searchsorted(ends, ends[-1] * np.arange(1, parts) / parts, side="right")
+    bounds = [0, *sorted(set(cuts.tolist())), len(texts)]
+    return [texts[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
