@@ -1,4 +1,4 @@
-"""Benchmark: ``CachedEncoder.encode_batch`` against plain ``processor.encode(texts, ...)``.
+"""Benchmark: the encoder backends against plain ``processor.encode(texts, ...)``.
 
 Trains a model (or loads ``--model``), checks that every variant returns exactly the plain ids,
 then runs the variants interleaved ``--repeats`` times and prints MB/s (UTF-8 input bytes per
@@ -14,6 +14,10 @@ Variants:
   cached       CachedEncoder(num_threads=N).encode_batch(batch)
   cached-warm  the same with an encoder that has first encoded --warm_corpus (untimed): the
                steady state of a long-running pipeline worker (only with --warm_corpus)
+  gigatoken    GigatokenBackend(num_threads=N).encode_batch(batch) (tokenizer.backends), the
+               model loaded once (untimed)
+  gigatoken+guard  the same through tokenizer.guard.ChunkEncoder with --check_every: what a
+               pipeline worker runs, the exactness guard's SentencePiece checks included
 
 Corpus: Pile-format files given by --corpus, else the built-in sample (pipeline.sample_data).
 The figures in BENCHMARKS.md come from one file of a 50 MB Pile-format corpus:
@@ -33,8 +37,10 @@ from collections.abc import Callable
 
 from bench.corpus import corpus_spec, corpus_texts
 from common.flags import ArgumentParser, add_flags, flag, from_args
+from tokenizer.backends import BackendUnavailable, GigatokenBackend, reference_backend
 from tokenizer.boundaries import cut_text
 from tokenizer.encoder import CachedEncoder, load_model_bytes, processor_from_bytes
+from tokenizer.guard import ChunkEncoder
 from tokenizer.spec import TrainOptions
 from tokenizer.train import train_from_texts
 
@@ -53,6 +59,7 @@ class BenchConfig:
     repeats: int = flag(5, help="interleaved repetitions of every variant")
     cut_kib: int = flag(64, help="largest piece of plain-cut, in KiB")
     max_docs: int = flag(0, help="encode only the first N documents; 0: all")
+    check_every: int = flag(64, help="the guard's sample of gigatoken+guard (1 in N documents)")
 
 
 def parse_args(argv: list[str] | None) -> BenchConfig:
@@ -93,6 +100,19 @@ def run_cached(model_bytes, groups, threads, warm_groups=()):
     wall, cpu = time.perf_counter(), time.process_time()
     out = [ids for batch in groups for ids in encoder.encode_batch(batch)]
     return out, encoder, (time.perf_counter() - wall, time.process_time() - cpu)
+
+
+def run_backend(backend, groups):
+    return [ids for batch in groups for ids in backend.encode_batch(batch)]
+
+
+def run_guarded(encoder, groups):
+    out = []
+    for number, batch in enumerate(groups):
+        # Each batch plays one chunk of its own file; lines as in a file.
+        ids, _ = encoder.encode(batch, path=f"batch-{number}", lines=list(range(1, len(batch) + 1)))
+        out += ids
+    return out
 
 
 def timed(fn: Callable):
@@ -140,11 +160,23 @@ def main(argv: list[str] | None = None) -> int:
     if config.warm_corpus:
         warm = batches(corpus_texts(config.warm_corpus), config.batch_size)
         variants["cached-warm"] = lambda: run_cached(model_bytes, groups, threads, warm)
+    try:
+        giga = GigatokenBackend(model_proto=model_bytes, num_threads=threads)
+        guarded = ChunkEncoder(model_proto=model_bytes, encoder="gigatoken", num_threads=threads,
+                               check_every=config.check_every)
+        variants["gigatoken"] = lambda: run_backend(giga, groups)
+        variants["gigatoken+guard"] = lambda: run_guarded(guarded, groups)
+    except BackendUnavailable as err:
+        print(f"gigatoken: not measured ({err})")
     reference = variants["plain"]()
+    # The backends return the documented encoding (U+2581 as byte pieces): compare with that.
+    documented = run_backend(reference_backend(model_proto=model_bytes, num_threads=threads),
+                             groups)
     for name, fn in variants.items():
         got = timed(fn)[1]
-        same = len(got) == len(reference) and all(
-            list(map(int, a)) == b for a, b in zip(got, reference)
+        want = documented if name.startswith("gigatoken") else reference
+        same = len(got) == len(want) and all(
+            list(map(int, a)) == list(map(int, b)) for a, b in zip(got, want)
         )
         if not same:
             raise SystemExit(f"{name} returned different ids than plain processor.encode")

@@ -65,7 +65,7 @@ class Options:
     reps: int = flag(3, help="interleaved encoder/pipeline repetitions")
     threads: int = flag(os.cpu_count() or 1, help="encoder threads and pipeline --num_threads")
     variants: tuple[str, ...] = flag(
-        ("default",), help=f"comma list of pipeline variants to run each rep: {', '.join(VARIANTS)}")
+        ("default",), help=f"comma list of pipeline variants run each rep: {', '.join(VARIANTS)}")
     rss_scaling: bool = flag(False, help="also compare peak memory on one file and four copies")
 
 
@@ -216,7 +216,8 @@ def report(rows, *, corpus: str, options: Options) -> None:
         ratios = [a["seconds"] / b["seconds"] for a, b in zip(a_rows, bs)]
         print(f"| pipeline, {name} | {med(b['text_bytes'] / b['seconds'] / 1e6 for b in bs):.2f} "
               f"| {med(b['tokens'] / b['seconds'] for b in bs):,.0f} | **{med(ratios):.2f}** "
-              f"({', '.join(f'{r:.2f}' for r in ratios)}) | {med(b['peak_tree_mb'] for b in bs):.0f} |")
+              f"({', '.join(f'{r:.2f}' for r in ratios)}) | "
+              f"{med(b['peak_tree_mb'] for b in bs):.0f} |")
     for name in options.variants:
         print(f"{name}: manifest encoder record {json.dumps(rows[-1][1][name]['encoder'])}")
 

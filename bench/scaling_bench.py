@@ -1,9 +1,12 @@
 """Scale-out on ONE input file, and bounded memory on the default path (issue: scale-out).
 
     python -m bench.scaling_bench --corpus=FILE[,FILE...] [--tokenizer_model=PATH] [--reps=3]
+                                  [--copies=1] [--encoder=auto]
 
-Scaling: one input file (several ``--corpus`` files are concatenated into one first: zstd
-frames, gzip members and JSON Lines all concatenate), ``--encode_processes=1``,
+Scaling: one input file (several ``--corpus`` files, or ``--copies`` of them, are concatenated
+into one first: zstd frames, gzip members and JSON Lines all concatenate; a bigger file makes
+the runs' fixed start-up cost a smaller part of them), ``--encode_processes=1 --num_threads=1``
+(one encoder thread in each worker: a worker is one core, whatever the encoder backend),
 ``--runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=N`` for
 N = 1 and N = 2, interleaved (1, 2, 1, 2, ...), each run a fresh ``python -m pipeline.run``.
 Throughput is the run's own figure (text MB over the seconds ``pipeline.run`` reports: from
@@ -47,6 +50,9 @@ class Options:
     tokenizer_model: str = flag(
         "", help="SentencePiece model; empty: train a 32,000-piece one on the corpus first")
     reps: int = flag(3, help="interleaved repetitions of 1 worker and 2 workers")
+    copies: int = flag(1, help="concatenate the corpus this many times into the one input file")
+    encoder: str = flag("auto", choices=("auto", "sentencepiece", "gigatoken"),
+                        help="pipeline.run --encoder of the scaling runs")
     memory: bool = flag(True, help="also measure the default path's peak memory at 1x and 4x")
 
 
@@ -56,12 +62,18 @@ class Measured:
     text_mb_per_s: float
     workers: int  # processes that tokenized (pipeline.run's Beam metric)
     peak_tree_mb: float
+    cores_busy: float  # CPU seconds of the whole tree over its wall seconds (imports included)
+    mb_per_cpu_second: float  # text MB over the whole tree's CPU seconds (imports included)
 
 
-def run_polled(argv: list[str]) -> tuple[str, float]:
-    """Run ``argv``; return its output and the peak RSS (MB) summed over its process tree."""
+def run_polled(argv: list[str]) -> tuple[str, float, float, float]:
+    """Run ``argv``; return its output, the peak RSS (MB) summed over its process tree, the
+    tree's CPU seconds, and its wall seconds (CPU over wall: the cores it kept busy, fewer than
+    the machine has when other jobs share it)."""
     import psutil
 
+    cpu: dict[int, float] = {}  # last CPU seconds seen of each process of the tree
+    started = time.monotonic()
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         root, peak = psutil.Process(process.pid), 0
@@ -73,32 +85,40 @@ def run_polled(argv: list[str]) -> tuple[str, float]:
                 break
             for proc in tree:
                 try:
-                    total += proc.memory_info().rss
+                    with proc.oneshot():
+                        total += proc.memory_info().rss
+                        times = proc.cpu_times()
+                    cpu[proc.pid] = times.user + times.system
                 except psutil.NoSuchProcess:  # ended between listing and reading
                     pass
             peak = max(peak, total)
             time.sleep(_POLL_SECONDS)
+        wall = time.monotonic() - started
         log.seek(0)
         output = log.read().decode(errors="replace")
     if process.returncode:
         raise SystemExit(f"{' '.join(argv)} failed ({process.returncode}):\n{output[-3000:]}")
-    return output, peak / 1e6
+    return output, peak / 1e6, sum(cpu.values()), wall
 
 
 def pipeline(input_path: str, model: str, output: str, extra: list[str]) -> Measured:
     shutil.rmtree(output, ignore_errors=True)
-    output_text, peak = run_polled([sys.executable, "-m", "pipeline.run", "--input", input_path,
-                                    "--output", output, "--tokenizer_model", model, *extra])
+    output_text, peak, cpu, wall = run_polled([
+        sys.executable, "-m", "pipeline.run", "--input", input_path, "--output", output,
+        "--tokenizer_model", model, *extra])
     match = _SUMMARY.search(output_text)
     if not match:
         raise SystemExit(f"no summary line in the run's output:\n{output_text[-3000:]}")
-    return Measured(seconds=float(match[1]), text_mb_per_s=float(match[2]),
-                    workers=int(match[3] or 0), peak_tree_mb=peak)
+    seconds, mb_per_s = float(match[1]), float(match[2])
+    return Measured(seconds=seconds, text_mb_per_s=mb_per_s, workers=int(match[3] or 0),
+                    peak_tree_mb=peak, cores_busy=cpu / wall,
+                    mb_per_cpu_second=mb_per_s * seconds / cpu)
 
 
-def one_input_file(corpus: str, workdir: str) -> str:
-    """The corpus as one file: itself, or its files' bytes concatenated (same format only)."""
-    paths = [p for p in corpus.split(",") if p]
+def one_input_file(corpus: str, workdir: str, *, copies: int = 1) -> str:
+    """The corpus as one file: itself, or its files' bytes (``copies`` times) concatenated
+    (one format only)."""
+    paths = [p for p in corpus.split(",") if p] * copies
     if len(paths) == 1:
         return paths[0]
     suffixes = {p.rsplit("/", 1)[-1].split(".", 1)[-1] for p in paths}
@@ -121,28 +141,32 @@ def train_model(input_path: str, workdir: str) -> str:
     return os.path.join(output, "tokenizer.model")
 
 
-def scaling(input_path: str, model: str, workdir: str, reps: int) -> None:
+def scaling(input_path: str, model: str, workdir: str, reps: int, encoder: str) -> None:
     rows = []
     for rep in range(reps):
         row = {}
         for workers in (1, 2):
             row[workers] = pipeline(input_path, model, os.path.join(workdir, "out"), [
-                *MULTI, f"--direct_num_workers={workers}", "--encode_processes=1"])
+                *MULTI, f"--direct_num_workers={workers}", "--encode_processes=1",
+                "--num_threads=1", f"--encoder={encoder}"])
             if row[workers].workers != workers:
                 raise SystemExit(f"expected {workers} worker(s) to tokenize, the run reports "
                                  f"{row[workers].workers}")
         rows.append(row)
-        print(f"rep {rep}: 1 worker {row[1].text_mb_per_s:.2f} MB/s ({row[1].seconds:.1f} s, "
-              f"tree peak {row[1].peak_tree_mb:.0f} MB), 2 workers {row[2].text_mb_per_s:.2f} "
-              f"MB/s ({row[2].seconds:.1f} s, tree peak {row[2].peak_tree_mb:.0f} MB), ratio "
-              f"{row[2].text_mb_per_s / row[1].text_mb_per_s:.3f}", flush=True)
+        print(f"rep {rep}: " + ", ".join(
+            f"{n} worker(s) {m.text_mb_per_s:.2f} MB/s ({m.seconds:.1f} s, {m.cores_busy:.2f} "
+            f"cores busy, tree peak {m.peak_tree_mb:.0f} MB)" for n, m in row.items())
+            + f", ratio {row[2].text_mb_per_s / row[1].text_mb_per_s:.3f}", flush=True)
     med = statistics.median
     ratios = [r[2].text_mb_per_s / r[1].text_mb_per_s for r in rows]
-    print("\n| multi_processing DirectRunner, one file, --encode_processes=1 | text MB/s | "
+    print(f"\n| multi_processing DirectRunner, one file, --encode_processes=1 --num_threads=1 "
+          f"--encoder={encoder} | text MB/s | cores busy | text MB per CPU-second | "
           "peak RSS of the process tree |")
-    print("|---|---:|---:|")
+    print("|---|---:|---:|---:|---:|")
     for workers in (1, 2):
         print(f"| {workers} worker(s) | {med(r[workers].text_mb_per_s for r in rows):.2f} | "
+              f"{med(r[workers].cores_busy for r in rows):.2f} | "
+              f"{med(r[workers].mb_per_cpu_second for r in rows):.2f} | "
               f"{med(r[workers].peak_tree_mb for r in rows):,.0f} MB |")
     print(f"median ratio 2 workers / 1 worker: {med(ratios):.3f} "
           f"(per rep: {', '.join(f'{r:.3f}' for r in ratios)}); per core at 2 workers: "
@@ -167,15 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog="python -m bench.scaling_bench", description=__doc__)
     add_flags(parser, Options)
     options = from_args(Options, parser.parse_args(argv))
-    if options.reps < 1:
-        raise ConfigError(f"--reps must be >= 1, got {options.reps}")
+    if options.reps < 1 or options.copies < 1:
+        raise ConfigError(f"--reps and --copies must be >= 1, got {options.reps}, "
+                          f"{options.copies}")
     workdir = tempfile.mkdtemp(prefix="pilepack-scaling-")
     try:
-        input_path = one_input_file(corpus_spec(options.corpus), workdir)
+        input_path = one_input_file(corpus_spec(options.corpus), workdir, copies=options.copies)
         model = options.tokenizer_model or train_model(input_path, workdir)
         print(f"input: one file, {os.path.getsize(input_path):,} bytes; model: {model}; "
               f"{os.cpu_count()} cores", flush=True)
-        scaling(input_path, model, workdir, options.reps)
+        scaling(input_path, model, workdir, options.reps, options.encoder)
         if options.memory:
             memory(input_path, model, workdir)
     finally:

@@ -128,6 +128,11 @@ class QualityConfig:
         parse_weights(self.subset_weights)  # ConfigError naming the flag
         parse_budgets(self.subset_tokens)
 
+    @classmethod
+    def from_json(cls, doc: dict) -> "QualityConfig":
+        """Inverse of the manifest's ``config.quality`` (JSON lists back to tuples)."""
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()})
+
     @property
     def active(self) -> bool:
         return (self.dedup != "off" or bool(self.exclude_docs_from) or bool(self.subset_weights)

@@ -4,16 +4,14 @@ The hash (``pipeline.doc_hash``) of every document the split writes, each once: 
 the digest's first hex digit, each the sorted distinct 16-byte digests concatenated. They let
 another run remove this split's documents with ``--exclude_docs_from=<this manifest>``
 alone, without the input files. Hashes are grouped by file before writing (a shuffle with 16
-keys), so each file depends only on the data, not on bundling; memory at the writer is one
-sixteenth of the split's hashes (16 bytes per document).
+keys, ``pipeline.write_doc_hashes``), so each file depends only on the data, not on bundling;
+memory at the writer is one sixteenth of the split's hashes (16 bytes per document).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-
-import apache_beam as beam
 
 from common import storage
 from pipeline import doc_hash
@@ -34,15 +32,6 @@ class DocHashFile:
 
 def hash_file_path(index: int) -> str:
     return f"{DIRECTORY}/{doc_hash.hash_file_name(index)}"
-
-
-def written_hashes(chunk):
-    """(file number, digest) of each document of a chunk that is written (repeats >= 1)."""
-    repeats = chunk.repeats or (1,) * len(chunk.documents)
-    for doc, count in zip(chunk.documents, repeats):
-        if count:
-            digest = doc_hash.doc_hash(doc.text)
-            yield doc_hash.prefix(digest), digest
 
 
 def write_hash_file(digests, *, directory: str, index: int) -> DocHashFile:
@@ -83,24 +72,3 @@ def check_files(directory: str, doc: dict) -> list[str]:
     if sum(item["documents"] for item in entry["files"]) != entry["documents"]:
         problems.append("manifest: doc_hashes.documents is not the sum of its files'")
     return problems
-
-
-class WriteDocHashes(beam.PTransform):
-    """PCollection[Chunk] -> PCollection[DocHashFile] (all 16, empty ones included)."""
-
-    def __init__(self, *, directory: str):
-        super().__init__()
-        self._directory = directory
-
-    def expand(self, chunks):
-        directory = self._directory
-        every = (chunks.pipeline | "EveryFile" >> beam.Create(range(doc_hash.PREFIXES))
-                 | "NoHash" >> beam.Map(lambda index: (index, None)))
-        return (
-            (chunks | "HashWritten" >> beam.FlatMap(written_hashes), every)
-            | "AllHashes" >> beam.Flatten()
-            | "GroupByFile" >> beam.GroupByKey()
-            | "WriteHashFiles" >> beam.MapTuple(
-                lambda index, digests: write_hash_file(digests, directory=directory,
-                                                       index=index))
-        )

@@ -57,7 +57,8 @@ def hash_files_of(manifest_path: str) -> list[str]:
         fs, stripped = storage.filesystem(path)
         size = fs.size(stripped) if fs.exists(stripped) else None
         if size != item["bytes"]:
-            found = "missing" if size is None else f"{size} bytes, the manifest says {item['bytes']}"
+            found = ("missing" if size is None
+                     else f"{size} bytes, the manifest says {item['bytes']}")
             raise ConfigError(f"{where}: hash file {item['path']} is {found}; copy the whole "
                               "dataset, or pass its input files instead")
         paths.append(path)

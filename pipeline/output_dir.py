@@ -23,8 +23,10 @@ LEFTOVER = re.compile(
     r"^(?:[A-Za-z0-9_.-]+-\d{5}-of-\d{5}\.tfrecord"  # shards (pipeline.shard_plan.shard_name)
     r"|[A-Za-z0-9_.-]+-\d{5}-\d{5}\.tfrecord"  # shards of earlier pilepack versions
     r"|\.parts/[^/]+"  # parts (pipeline.shard_plan.part_path)
+    r"|\.quality/[^/]+"  # the quality pre-pass's decisions (pipeline.quality_files)
+    r"|doc_hashes/[0-9a-f]\.bin"  # pipeline.doc_hashes.hash_file_path
     r"|dead_letters/[A-Za-z0-9_.-]+-\d{5}\.jsonl"  # pipeline.dead_letters.dead_letter_path
-    r"|(?:dead_letters/)?" + re.escape(storage.TMP_MARKER) + r"[^/]*)$"
+    r"|(?:dead_letters/|doc_hashes/)?" + re.escape(storage.TMP_MARKER) + r"[^/]*)$"
 )
 
 

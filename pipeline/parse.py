@@ -36,6 +36,10 @@ FILTER_REASONS = {
     "blank_line": "an empty or whitespace-only line (no record)",
     "empty_text": '"text" is the empty string',
     "subset_excluded": "its pile_set_name is not selected by --include_subsets/--exclude_subsets",
+    # Decided by the data-quality options (pipeline.selection, docs/data-quality.md):
+    "duplicate": "--dedup=exact: an equal document (after normalization) comes earlier",
+    "contaminated": "--exclude_docs_from: its hash is in another split or excluded file",
+    "mixture": "--subset_weights/--subset_tokens gave it 0 copies",
 }
 
 

@@ -17,7 +17,8 @@ import time
 from common import storage
 from pipeline import mixture, quality_files
 from pipeline.config import PipelineConfig
-from pipeline.exclusion import ExclusionSources, resolve as resolve_sources
+from pipeline.exclusion import ExclusionSources
+from pipeline.exclusion import resolve as resolve_sources
 from pipeline.selection import Selection
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ def removed_by_subset(files, reasons) -> dict:
     """{reason: {subset: documents}} summed over the input files' ReadStats."""
     counts = {reason: collections.Counter() for reason in reasons}
     for stats in files:
-        for (reason, subset), n in getattr(stats, "filtered_by_subset", {}).items():
+        for (reason, subset), n in stats.filtered_by_subset.items():
             if reason in counts:
                 counts[reason][subset] += n
     return {reason: dict(sorted(c.items())) for reason, c in counts.items()}

@@ -19,6 +19,7 @@ from common.flags import ArgumentParser
 from pipeline.config import ReadConfig
 from pipeline.dataset_reader import iter_documents as iter_written_documents
 from pipeline.inputs import InputFile
+from pipeline.quality_manifest import roundtrip_refusal
 from pipeline.read import Chunk, DeadLetter, read_file
 from schemas import manifest as manifest_lib
 from tokenizer.backends import ENCODER_CHOICES
@@ -60,6 +61,9 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False,
     from tokenizer.encoder import load_model_bytes
 
     dataset = manifest_lib.load(manifest_path)
+    refusal = roundtrip_refusal(dataset.doc)
+    if refusal:
+        raise InputError(f"{dataset.manifest_path}: {refusal}")
     problem = dataset.tokenizer_file_problem()
     if problem:
         raise manifest_lib.ManifestError(f"{dataset.manifest_path}: {problem}")

@@ -28,9 +28,10 @@ SAMPLE_OUTPUT = "output/sample"
 
 
 def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
-                   run_id: str) -> None:
-    """Read -> [FanOut] -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters, and
-    last the manifest from everyone's statistics."""
+                   run_id: str, quality=None) -> None:
+    """Read -> [FanOut] -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters,
+    document hashes, and last the manifest from everyone's statistics. ``quality``: the
+    data-quality options' ``pipeline.prepare_quality.QualityRun`` (None: none given)."""
     import apache_beam as beam
 
     from pipeline.dead_letters import WriteDeadLetters
@@ -38,15 +39,19 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     from pipeline.pack import Pack
     from pipeline.parts import WriteParts
     from pipeline.read import ReadDocuments
+    from pipeline.shuffle_write import WriteShuffledShards
     from pipeline.tokenize import Tokenize
     from pipeline.write import WriteShards
+    from pipeline.write_doc_hashes import WriteDocHashes
     from schemas.dataset_spec import DatasetSpec
 
     spec = DatasetSpec(seq_len=config.seq_len, vocab_size=tokenizer.vocab_size,
                        with_segments=config.segment_ids, last_record=config.last_record)
     files = p | "ListInputs" >> beam.Create(inputs)
-    read = files | "Read" >> ReadDocuments(config=config.read)
+    read = files | "Read" >> ReadDocuments(
+        config=config.read, selection=quality.selection if quality else None)
     chunks = read.chunks
+    hashes = chunks | "DocHashes" >> WriteDocHashes(directory=config.output)
     if fanout:  # any worker may take any chunk, in any order and bundle
         chunks = chunks | "FanOut" >> beam.Reshuffle()
     tokenized = chunks | "Tokenize" >> Tokenize(
@@ -61,16 +66,19 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
         | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
                                      pad_id=tokenizer.pad_id)
     )
-    shards = parts.parts | "WriteShards" >> WriteShards(
-        directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
-        spec=spec.record)
+    shard_options = dict(directory=config.output, split=config.split,
+                         shard_bytes=config.shard_bytes, spec=spec.record)
+    shards = parts.parts | "WriteShards" >> (
+        WriteShuffledShards(**shard_options, seed=config.training.seed)
+        if config.quality.shuffle == "global" else WriteShards(**shard_options))
     dead = read.dead_letters | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
     (
-        (shards, parts.chunk_stats, read.read_stats, dead, tokenized.encoder_stats)
+        (shards, parts.chunk_stats, read.read_stats, dead, tokenized.encoder_stats, hashes)
         | "AllStatistics" >> beam.Flatten()
         | "Manifest" >> CommitManifest(config=config, spec=spec, run_id=run_id,
-                                       tokenizer=tokenizer.manifest_entry(), inputs=inputs)
+                                       tokenizer=tokenizer.manifest_entry(), inputs=inputs,
+                                       quality=quality)
     )
 
 
@@ -79,7 +87,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline import claim, output_dir
+    from pipeline import claim, output_dir, prepare_quality
     from pipeline.beam_options import fanout_enabled
     from pipeline.inputs import expand_inputs
     from pipeline.prepare_tokenizer import prepare_tokenizer
@@ -89,13 +97,17 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
         raise ConfigError("--output is required with --input")
     started = time.time()
     inputs = expand_inputs(config.input)
+    sources = prepare_quality.resolve(config, inputs)  # a wrong path fails before any work
     held = claim.claim(config.output)  # before anything in --output is touched
     try:
         output_dir.prepare(config.output, overwrite=config.overwrite)
         tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args)
+        quality = prepare_quality.prepare(config, inputs=inputs, sources=sources,
+                                          model_path=tokenizer.path, beam_args=beam_args)
         p = beam.Pipeline(options=PipelineOptions(beam_args))
         build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
-                       fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id)
+                       fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id,
+                       quality=quality)
         result = run_to_completion(p)
         dataset = manifest_schema.load(config.output)
         if dataset.doc["run_id"] != held.run_id:

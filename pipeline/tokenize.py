@@ -56,7 +56,6 @@ class TokenizedChunk:
     subsets: dict[str, SubsetStats]
     repeats: tuple[int, ...] = ()  # the chunk's copies per document (pipeline.mixture)
     before: dict | None = None  # subset stats before the mixture's copies (pipeline.mixture)
-    before: dict[str, SubsetStats] | None = None  # with repeats: the totals before copying
 
 
 def subset_stats(chunk: Chunk, token_arrays, *, lossless_space_symbol: bool = True,

@@ -18,6 +18,7 @@ import sys
 
 from common import cli, storage
 from common.flags import ArgumentParser
+from pipeline import doc_hashes
 from pipeline.dataset_reader import parse_payloads
 from schemas import manifest as manifest_lib
 from schemas.records import iter_tfrecord_frames
@@ -143,7 +144,8 @@ def check_consistency(doc: dict) -> list[str]:
 
 
 def check_side_files(dataset: manifest_lib.Dataset) -> list[str]:
-    """The tokenizer (sha256) and the dead-letter files (record counts)."""
+    """The tokenizer (sha256), the dead-letter files (record counts) and the document hash
+    files (present, 16 bytes per hash, sha256)."""
     problems = []
     try:
         problem = dataset.tokenizer_file_problem()
@@ -159,6 +161,7 @@ def check_side_files(dataset: manifest_lib.Dataset) -> list[str]:
             if lines != entry["records"]:
                 problems.append(f"{entry['path']}: {lines} records, manifest says "
                                 f"{entry['records']}")
+        problems += doc_hashes.check_files(dataset.directory, dataset.doc)
     except OSError as err:
         problems.append(f"cannot read a file of the dataset: {type(err).__name__}: {err}")
     return problems
@@ -170,6 +173,7 @@ def unlisted_files(dataset: manifest_lib.Dataset) -> list[str]:
     root = root.rstrip("/")
     listed = {shard["path"] for shard in dataset.shards}
     listed |= {d["path"] for d in dataset.doc["dead_letters"]}
+    listed |= {f["path"] for f in dataset.doc.get("doc_hashes", {}).get("files", [])}
     listed |= {manifest_lib.MANIFEST_NAME, dataset.tokenizer["file"], VOCAB_FILENAME}
     try:
         found = [path[len(root) + 1:] for path in fs.find(root)]

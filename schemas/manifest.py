@@ -63,7 +63,7 @@ def validate(doc: Any, *, source: str) -> None:
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ManifestError(f"{source}: invalid manifest at {where}: {error.message}")
-    for entry in doc["shards"] + doc["dead_letters"]:
+    for entry in doc["shards"] + doc["dead_letters"] + doc.get("doc_hashes", {}).get("files", []):
         check_relative_path(entry["path"], source=source)
     check_relative_path(doc["tokenizer"]["file"], source=source)
     DatasetSpec.from_manifest(doc, source=source)

@@ -16,7 +16,8 @@ spaces, tabs, ``\\r\\n``, NUL, emoji, any script). SentencePiece's defaults are 
 apply NFKC, fold runs of whitespace and add a dummy leading space; ``FIXED_TRAINER_KWARGS`` turns
 all of that off. One character cannot round-trip: U+2581 ``▁`` (SentencePiece's own space symbol)
 decodes to a plain space, because SentencePiece escapes ``' '`` to ``'▁'`` before the model sees
-the text and no option changes that symbol (see ``KNOWN_LOSSY_CHARS``).
+the text and no option changes that symbol (see ``KNOWN_LOSSY_CHARS``); the encoder backends
+(``tokenizer.backends``) therefore encode a literal U+2581 as its three byte pieces, which do.
 
 Newlines, tabs, ``\\r`` and NUL need no special handling: in ``sentence_iterator`` input a
 sentence may contain them, ``\\n``/``\\t``/``\\r`` are learned like any character (pieces such as
@@ -50,7 +51,7 @@ SPECIAL_IDS = {"pad": PAD_ID, "eos": EOS_ID, "unk": UNK_ID, "bos": BOS_ID}
 NUM_BYTE_PIECES = 256
 MIN_VOCAB_SIZE = len(SPECIAL_IDS) + NUM_BYTE_PIECES + 1
 
-# Characters that do not survive ``decode(encode(text))`` whatever the options (see above).
+# Characters that do not survive plain ``decode(encode(text))`` whatever the options (see above).
 KNOWN_LOSSY_CHARS = (SPACE_SYMBOL,)
 
 MODEL_TYPES = ("bpe", "unigram")

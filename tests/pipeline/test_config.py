@@ -9,7 +9,7 @@ import pytest
 from common.errors import ConfigError
 from common.flags import from_args
 from pipeline import run
-from pipeline.config import GIB, PipelineConfig, ReadConfig, TokenizerTrainingConfig
+from pipeline.config import GIB, PipelineConfig, QualityConfig, ReadConfig, TokenizerTrainingConfig
 
 
 @pytest.mark.parametrize("cls, kwargs, message", [
@@ -73,7 +73,8 @@ def test_to_json_round_trips():
     assert doc["split"] == "train"
     assert json.loads(json.dumps(doc)) == doc
     rebuilt = PipelineConfig(**{**doc, "training": TokenizerTrainingConfig(**doc["training"]),
-                                "read": ReadConfig.from_json(doc["read"])})
+                                "read": ReadConfig.from_json(doc["read"]),
+                                "quality": QualityConfig.from_json(doc["quality"])})
     assert rebuilt == config
 
 
@@ -119,3 +120,14 @@ def test_flags_are_read_back_into_the_config():
     assert (config.split, config.seq_len, config.segment_ids) == ("val", 32, True)
     assert config.read.include_subsets == ("Github", "ArXiv")
     assert config.read.max_bad_fraction == 0.2 and config.training.vocab_size == 400
+
+
+def test_encoder_flags_offer_exactly_what_the_tokenizer_library_has():
+    from tokenizer.backends import ENCODER_CHOICES
+    from tokenizer.guard import ON_MISMATCH
+
+    fields = {f.name: f for f in dataclasses.fields(PipelineConfig)}
+    assert set(fields["encoder"].metadata["choices"]) == set(ENCODER_CHOICES)
+    assert set(fields["on_encoder_mismatch"].metadata["choices"]) == set(ON_MISMATCH)
+    with pytest.raises(ValueError, match="--encoder_check_every must be >= 0"):
+        PipelineConfig(encoder_check_every=-1)

@@ -95,3 +95,13 @@ def test_iter_lines_over_limit_keeps_counting_and_drops_content():
     lines = list(decode.iter_lines(blocks, max_line_bytes=50))
     assert [(line.number, line.data, line.length) for line in lines] == [
         (1, b"short", 5), (2, None, 60), (3, b"next", 4), (4, None, 70)]
+
+
+def test_a_byte_order_mark_at_the_start_of_the_stream_is_skipped():
+    bom = decode.UTF8_BOM
+    lines = list(decode.iter_lines(iter([bom[:2], bom[2:] + b'{"a": 1}\r\n', bom + b"x\n"]),
+                                   max_line_bytes=100))
+    # Only the stream's first line loses it (split over blocks too); later ones keep theirs.
+    assert [(line.number, line.data) for line in lines] == [(1, b'{"a": 1}'), (2, bom + b"x")]
+    (only,) = decode.iter_lines(iter([bom + b"no newline"]), max_line_bytes=100)
+    assert only.data == b"no newline"

@@ -182,3 +182,26 @@ def test_commit_over_the_limit_raises_and_writes_nothing(tmp_path):
 def test_commit_of_an_empty_run_does_not_divide_by_zero(tmp_path):
     (path,) = _commit(Summary(), tmp_path, max_bad_fraction=0.0)
     assert manifest_schema.load(path).doc["totals"]["documents"] == 0
+
+
+def test_the_encoder_record_sums_each_backends_chunks_in_any_order(tmp_path):
+    from tokenizer.guard import EncodeStats
+
+    chunks = [EncodeStats("gigatoken", "0.10.0", documents=5, checked_documents=2,
+                          space_symbol_documents=1),
+              EncodeStats("gigatoken", "0.10.0", documents=2, checked_documents=1, mismatches=1,
+                          fallback_chunks=1),
+              EncodeStats("sentencepiece", "0.2.3", "gigatoken: not installed", documents=1)]
+    expected = {
+        "backends": [
+            {"name": "gigatoken", "version": "0.10.0", "reason": "", "documents": 7},
+            {"name": "sentencepiece", "version": "0.2.3", "reason": "gigatoken: not installed",
+             "documents": 1}],
+        "checked_documents": 3, "mismatches": 1, "fallback_chunks": 1, "space_symbol_documents": 1}
+    for seed in range(3):
+        items = _items() + chunks
+        random.Random(seed).shuffle(items)
+        doc = _manifest(_summary(items), tmp_path)
+        assert doc["encoder"] == expected
+        manifest_schema.validate(doc, source="test")
+    assert chunks[0].documents == 5  # the inputs are not changed by summing

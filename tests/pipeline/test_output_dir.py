@@ -12,7 +12,8 @@ from schemas.manifest import MANIFEST_NAME
 # What an interrupted run leaves behind, and what prepare() must not touch.
 LEFTOVERS = ["train-00000-00000.tfrecord", "dead_letters/train-00003.jsonl",
              f"{storage.TMP_MARKER}0123abcd-train-00001-00000.tfrecord",
-             f"{storage.TMP_MARKER}0123abcd-{MANIFEST_NAME}"]
+             f"{storage.TMP_MARKER}0123abcd-{MANIFEST_NAME}",
+             ".quality/00000.drops", "doc_hashes/a.bin", f"doc_hashes/{storage.TMP_MARKER}0-3.bin"]
 KEPT = ["notes.txt", "tokenizer/spm.model"]
 
 

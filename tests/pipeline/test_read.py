@@ -202,3 +202,12 @@ def test_read_file_fn_fails_on_the_first_bad_record_naming_file_and_line(tmp_pat
         list(read._ReadFileFn(ReadConfig(on_bad_record="fail")).process(_file(path)))
     assert path in str(err.value) and "line 2" in str(err.value)
     assert "--on_bad_record=skip" in str(err.value)
+
+
+def test_a_file_starting_with_a_byte_order_mark_loses_no_document(tmp_path):
+    plain = tmp_path / "bom.jsonl"
+    plain.write_bytes(b"\xef\xbb\xbf" + json.dumps(pile_doc("first")).encode() + b"\n"
+                      + json.dumps(pile_doc("second")).encode() + b"\n")
+    items = _read(plain)
+    assert [text for chunk in _of(items, Chunk) for text in _texts(chunk)] == ["first", "second"]
+    assert _of(items, DeadLetter) == []

@@ -80,3 +80,21 @@ def test_the_command_exits_1_on_a_mismatch(split, source, capsys):
     assert out == [f"MISMATCH {source} line 3: decoded text differs",
                    ("FAILED: 3 documents decoded and compared with the input "
                     "(0 equal but for U+2581 -> space)")]
+
+
+def test_u2581_round_trips_exactly_and_ids_are_the_documented_encoding(tiny_model, tmp_path):
+    """Each literal U+2581 is written as its three byte pieces: no lossy document any more."""
+    texts = ["a\u2581b", "\u2581\u2581 indented\u2581", "code: '</s>' and <pad>"]
+    source = tmp_path / "in.jsonl"
+    source.write_text(_lines(texts))
+    out = tmp_path / "out"
+    assert run.main(["--input", str(source), "--output", str(out), "--seq_len=16",
+                     "--tokenizer_model", str(tiny_model), "--runner=DirectRunner"]) == 0
+    doc = json.loads((out / "manifest.json").read_text())
+    assert doc["totals"]["lossy_documents"] == 0
+    assert doc["encoder"]["space_symbol_documents"] == 2
+    assert doc["encoder"]["checked_documents"] == 3  # U+2581 and control pieces: always checked
+    assert doc["encoder"]["backends"][0]["name"] == "gigatoken"
+    for encoder in ("sentencepiece", "gigatoken"):
+        result = roundtrip.check(str(out), check_ids=True, encoder=encoder)
+        assert (result.documents, result.lossy, result.mismatches) == (3, 0, [])

@@ -151,6 +151,19 @@ def test_other_ranks_only_hand_out_batches(tmp_path):
     assert seen == [10, 20] and os.listdir(tmp_path) == []
 
 
+def test_a_remote_model_dir_gets_the_profile_when_the_run_ends():
+    model_dir = "ram://telemetry-run"  # a TensorFlow file system that is not local
+    telemetry = Telemetry(model_dir=model_dir, enabled=True, sample_every_ms=10)
+    for step in telemetry.steps(1, 3):
+        telemetry.next_batch(iter([step]))
+        telemetry.step_done(step, wait_for=tf.constant(0.0))
+        telemetry.log_train(step, {"loss": 1.0, "lr": 0.1})
+    with tf.io.gfile.GFile(f"{model_dir}/profile/steps.jsonl") as handle:
+        assert [json.loads(line)["step"] for line in handle] == [1, 2, 3]
+    assert tf.io.gfile.exists(f"{model_dir}/profile/system.jsonl")
+    assert tf.io.gfile.glob(f"{model_dir}/tensorboard/events.out.tfevents.*")
+
+
 @pytest.mark.parametrize("text", ["5", "0,3", "4,3", "a,b", "1,2,3"])
 def test_profile_steps_must_be_a_range_of_global_steps(text):
     with pytest.raises(ConfigError, match="--profile_steps"):

@@ -27,13 +27,13 @@ from tokenizer.backends.base import (
 from tokenizer.backends.gigatoken_backend import GigatokenBackend
 from tokenizer.backends.sentencepiece_backend import SentencePieceBackend
 
-__all__ = ["BackendUnavailable", "EncoderBackend", "GigatokenBackend", "SentencePieceBackend",
-           "AUTO", "BACKENDS", "ENCODER_CHOICES", "Opened", "open_backend", "reference_backend",
-           "documented_encode", "space_symbol_ids"]
+__all__ = ["AUTO", "BACKENDS", "ENCODER_CHOICES", "BackendUnavailable", "EncoderBackend",
+           "GigatokenBackend", "Opened", "SentencePieceBackend", "documented_encode",
+           "open_backend", "reference_backend", "space_symbol_ids"]
 
 AUTO = "auto"
 # Fastest first: ``auto`` takes the first that supports the model.
-BACKENDS = {GigatokenBackend.name: GigatokenBackend, SentencePieceBackend.name: SentencePieceBackend}
+BACKENDS = {backend.name: backend for backend in (GigatokenBackend, SentencePieceBackend)}
 ENCODER_CHOICES = (AUTO, *BACKENDS)
 
 

@@ -14,6 +14,7 @@ SentencePiece on ``PROBES`` when it loads.
 from __future__ import annotations
 
 import importlib.metadata
+import itertools
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -133,12 +134,11 @@ class GigatokenBackend(EncoderBackend):
         self._tokenizer = load_hf_json(tokenizer_json(self._processor))
         self._threads = num_threads or usable_cores()
         self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
-        # Control and unknown pieces' texts: matched as plain text only because of the edit
-        # in tokenizer_json, so the guard checks every document that holds one.
+        # Control pieces' texts: gigatoken's own converter would match them in text, this
+        # module's definition does not; the guard checks every document that holds one.
         sp = self._processor
         self.special_strings += tuple(sorted(
-            sp.id_to_piece(i) for i in range(sp.get_piece_size())
-            if sp.is_control(i) or sp.is_unknown(i)))
+            sp.id_to_piece(i) for i in range(sp.get_piece_size()) if sp.is_control(i)))
         probes = list(LOSSLESS_PROBES) + list(PROBES)
         for probe, ids in zip(probes, self._encode_plain(probes)):
             if ids.tolist() != self._processor.encode(probe):
@@ -167,4 +167,4 @@ def _balanced_slices(texts: list[str], parts: int) -> list[list[str]]:
     ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
     cuts = np.searchsorted(ends, ends[-1] * np.arange(1, parts) / parts, side="right")
     bounds = [0, *sorted(set(cuts.tolist())), len(texts)]
-    return [texts[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [texts[a:b] for a, b in itertools.pairwise(bounds) if b > a]

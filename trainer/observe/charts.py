@@ -29,6 +29,11 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _legend(ax) -> None:
+    """Beside the panel, where it hides no line."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False)
+
+
 def _png(figure: Figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
@@ -91,7 +96,7 @@ def _draw_cpu(ax, samples, t0):
             color=COMPUTE_COLOR, label="training process")
     ax.set_ylim(0, 105)
     ax.set_ylabel("CPU %")
-    ax.legend(loc="lower right", fontsize=7)
+    _legend(ax)
     ax.set_title("host CPU", fontsize=10)
 
 
@@ -119,7 +124,7 @@ def _draw_gpu(ax, samples, t0):
                 linestyle="--", color=line[0].get_color(), label=f"GPU {index} memory")
     if series:
         ax.set_ylim(0, 105)
-        ax.legend(loc="lower right", fontsize=7, ncol=2)
+        _legend(ax)
     ax.set_ylabel("GPU %")
     ax.set_title("GPU utilization (solid) and memory used (dashed)", fontsize=10)
 
@@ -133,7 +138,7 @@ def _draw_memory(ax, samples, t0):
             label="training process")
     ax.set_ylim(bottom=0)
     ax.set_ylabel("GiB")
-    ax.legend(loc="lower right", fontsize=7)
+    _legend(ax)
     ax.set_title("host memory", fontsize=10)
 
 
@@ -143,7 +148,7 @@ def _draw_io(ax, samples, t0, names):
         ax.plot(x, [row[key] / MIB for row in samples], label=label)
     ax.set_ylim(bottom=0)
     ax.set_ylabel("MiB/s")
-    ax.legend(loc="upper right", fontsize=7)
+    _legend(ax)
 
 
 DISK = (("disk_read_bytes_per_s", "disk read"), ("disk_write_bytes_per_s", "disk write"))
@@ -151,16 +156,16 @@ NET = (("net_recv_bytes_per_s", "network in"), ("net_sent_bytes_per_s", "network
 
 
 def timeline(steps, samples, *, t0: float, skip_first_steps: int) -> bytes:
-    """The overview: step time split, CPU, GPU, memory and I/O on one clock."""
-    figure = _figure(11, 12)
-    axes = figure.subplots(5, 1, sharex=True)
+    """The overview on one clock: step time split, CPU, GPU (when sampled), memory, I/O."""
+    panels = [_draw_cpu, *([_draw_gpu] if _gpu_series(samples) else []), _draw_memory]
+    figure = _figure(11, 2.4 * (len(panels) + 2))
+    axes = figure.subplots(len(panels) + 2, 1, sharex=True)
     _draw_steps_over_time(axes[0], steps, t0, skip_first_steps)
-    _draw_cpu(axes[1], samples, t0)
-    _draw_gpu(axes[2], samples, t0)
-    _draw_memory(axes[3], samples, t0)
-    _draw_io(axes[4], samples, t0, DISK + NET)
-    axes[4].set_title("disk and network", fontsize=10)
-    axes[4].set_xlabel("seconds since the run started")
+    for ax, draw in zip(axes[1:], panels):
+        draw(ax, samples, t0)
+    _draw_io(axes[-1], samples, t0, DISK + NET)
+    axes[-1].set_title("disk and network", fontsize=10)
+    axes[-1].set_xlabel("seconds since the run started")
     return _png(figure)
 
 

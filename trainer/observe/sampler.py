@@ -9,13 +9,14 @@ sample where it is a rate:
      "process_rss_bytes": 2147483648,
      "memory_used_bytes": ..., "memory_limit_bytes": ..., "memory_percent": 41.2,
      "disk_read_bytes_per_s": ..., "disk_write_bytes_per_s": ...,
-     "net_recv_bytes_per_s": ..., "net_sent_bytes_per_s": ...,
+     "net_recv_bytes_per_s": ..., "net_sent_bytes_per_s": ...,  # loopback left out
      "gpus": [{"index": 0, "utilization_percent": 93, "memory_used_bytes": ...,
                "memory_total_bytes": ...}],  # [] without an NVIDIA GPU and driver
      "sampler_cpu_s": 0.41}                 # CPU time the sampler thread has used so far
 
 Host memory is the container's when its cgroup sets a limit below the machine's memory (what
-the out-of-memory killer enforces), else the machine's (used = total - available). The thread
+the out-of-memory killer enforces; used = usage less inactive page cache), else the machine's
+(used = total - available). The thread
 is a daemon and each row is one ``write(2)`` (``jsonl``), so a killed run leaves a readable
 file; ``stop`` takes a last sample and closes it.
 """
@@ -32,11 +33,15 @@ from trainer.observe.jsonl import JsonLinesWriter
 
 log = logging.getLogger(__name__)
 
-# (usage, limit) files of the process's memory cgroup: v2, then v1.
+# (usage, limit, stat) files of the process's memory cgroup: v2, then v1.
 CGROUP_MEMORY_FILES = (
-    ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max"),
-    ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+    ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.stat"),
+    ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+     "/sys/fs/cgroup/memory/memory.stat"),
 )
+# memory.stat's page cache the kernel drops first (v2, v1): not counted as used, as in the
+# "working set" of docker stats and the kubelet; shards just read would fill the usage otherwise.
+INACTIVE_FILE = ("inactive_file", "total_inactive_file")
 
 
 class GpuProbe:
@@ -88,17 +93,41 @@ class GpuProbe:
             self._nvml, self._handles = None, []
 
 
+def io_counters() -> dict[str, int]:
+    """Bytes read and written by the host's disks, and received and sent on its network
+    interfaces other than loopback (traffic between processes of the host is not I/O)."""
+    disk = psutil.disk_io_counters()  # None when no disk is visible (some containers)
+    nics = psutil.net_io_counters(pernic=True)
+    nics = [counters for name, counters in nics.items() if not name.startswith("lo")]
+    return {
+        "disk_read": disk.read_bytes if disk else 0,
+        "disk_write": disk.write_bytes if disk else 0,
+        "net_recv": sum(n.bytes_recv for n in nics),
+        "net_sent": sum(n.bytes_sent for n in nics),
+    }
+
+
+def _read(path: str) -> str:
+    with open(path) as handle:
+        return handle.read()
+
+
 def cgroup_memory(files=CGROUP_MEMORY_FILES) -> tuple[int, int] | None:
-    """(used, limit) bytes of this process's memory cgroup, or None when it has no limit."""
-    for usage_file, limit_file in files:
+    """(used, limit) bytes of this process's memory cgroup, or None when it has no limit;
+    used = usage less inactive page cache."""
+    for usage_file, limit_file, stat_file in files:
         try:
-            with open(limit_file) as handle:
-                limit = handle.read().strip()
-            with open(usage_file) as handle:
-                used = int(handle.read().strip())
+            limit, used = _read(limit_file).strip(), int(_read(usage_file))
         except (OSError, ValueError):
             continue
-        return None if limit == "max" else (used, int(limit))
+        if limit == "max":
+            return None
+        try:
+            stat = dict(line.split() for line in _read(stat_file).splitlines() if line.strip())
+        except (OSError, ValueError):
+            stat = {}
+        inactive = next((int(stat[key]) for key in INACTIVE_FILE if key in stat), 0)
+        return max(used - inactive, 0), int(limit)
     return None
 
 
@@ -137,28 +166,30 @@ class SystemSampler:
         self._gpu.close()
 
     def _run(self) -> None:
-        self._last = self._counters()  # in this thread: psutil keeps CPU counters per thread
-        while not self._stop.wait(self.interval_s):
-            self._writer.write(self.sample())
-        self._writer.write(self.sample())  # the end of the run, however short
+        try:
+            self.reset_counters()
+            while not self._stop.wait(self.interval_s):
+                self._writer.write(self.sample())
+            self._writer.write(self.sample())  # the end of the run, however short
+        except OSError as err:  # a full disk, a vanished /proc: training goes on without it
+            log.warning("the system sampler stopped: %s", err)
         self.cpu_seconds = time.thread_time()
 
-    def _counters(self) -> tuple:
-        psutil.cpu_percent(percpu=True)  # restart the per-core counters
+    def reset_counters(self) -> None:
+        """Count rates and CPU percentages from now; in the thread that calls ``sample``
+        (psutil keeps the system's CPU counters per thread)."""
+        psutil.cpu_percent(percpu=True)
         self._process.cpu_percent()
-        return time.monotonic(), psutil.disk_io_counters(), psutil.net_io_counters()
+        self._last = time.monotonic(), io_counters()
 
     def sample(self) -> dict:
-        """One row (see the module docstring), from the thread that called ``_counters``."""
-        now, disk, net = time.monotonic(), psutil.disk_io_counters(), psutil.net_io_counters()
-        then, disk_before, net_before = self._last
-        self._last = now, disk, net
+        """One row (see the module docstring), from the thread that called ``reset_counters``."""
+        now, counters = time.monotonic(), io_counters()
+        then, before = self._last
+        self._last = now, counters
         seconds = max(now - then, 1e-6)
-
-        def rate(after, before, name):
-            if after is None or before is None:  # no disks visible (some containers)
-                return 0.0
-            return max(getattr(after, name) - getattr(before, name), 0) / seconds
+        rates = {f"{name}_bytes_per_s": max(counters[name] - before[name], 0) / seconds
+                 for name in counters}
 
         host = psutil.virtual_memory()
         used, limit = host.total - host.available, host.total
@@ -173,10 +204,7 @@ class SystemSampler:
             "memory_used_bytes": used,
             "memory_limit_bytes": limit,
             "memory_percent": 100.0 * used / limit,
-            "disk_read_bytes_per_s": rate(disk, disk_before, "read_bytes"),
-            "disk_write_bytes_per_s": rate(disk, disk_before, "write_bytes"),
-            "net_recv_bytes_per_s": rate(net, net_before, "bytes_recv"),
-            "net_sent_bytes_per_s": rate(net, net_before, "bytes_sent"),
+            **rates,
             "gpus": self._gpu.sample(),
             "sampler_cpu_s": time.thread_time(),
         }

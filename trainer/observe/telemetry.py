@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import time
 
@@ -244,4 +245,5 @@ class Telemetry:
             tf.io.gfile.copy(
                 os.path.join(local, name), storage.join(self._remote, name), overwrite=True
             )
+        shutil.rmtree(local, ignore_errors=True)
         log.info("copied the profile to %s", self._remote)

@@ -1,0 +1,105 @@
+"""tokenizer/backends: the fast backend equals SentencePiece on adversarial text, every backend
+returns the documented (lossless) encoding, and auto says why it falls back."""
+
+import numpy as np
+import pytest
+
+from common.errors import ConfigError
+from tokenizer.backends import (
+    GigatokenBackend,
+    SentencePieceBackend,
+    documented_encode,
+    open_backend,
+    space_symbol_ids,
+)
+from tokenizer.backends.base import SPACE_SYMBOL_PIECES
+from tokenizer.backends.gigatoken_backend import tokenizer_json
+
+from .conftest import stdlib_texts
+
+# Control pieces' texts in code, U+2581 runs, NUL, CRLF, emoji, long words and whitespace runs,
+# characters outside the vocabulary (byte fallback), byte-piece look-alikes.
+ADVERSARIAL = [
+    "</s>", "<s>", "<pad>", "<unk>", "x = '</s>' if eos else '<pad>'  # <s> <unk>",
+    "html: <s>struck</s> and <pad/>", "<0x41><0xE2><0x96><0x81>", "<|endoftext|>",
+    "\x00", "a\x00b\x00\x00c", "\r\n", "one\r\ntwo\r\n\r\n", "\r", "\t\t\tx\t",
+    "😀 👍🏽 👨‍👩‍👧 🇩🇪", "\U0010ffff\U000e0001\u0378", "中文字符 日本語のテキスト 한국어",
+    "supercalifragilisticexpialidocious" * 40, "x" * 5000, " " * 2000, " " * 300 + "y",
+    "\n" * 100, "\u200b\ufeff\u00a0\u2028\u3000", "\ufeff{\"text\": 1}", "ﬁ Ａ１ e\u0301",
+    "0123456789" * 20, "", " ", "  leading", "trailing  ",
+]
+WITH_SPACE_SYMBOL = ["\u2581", "a\u2581b", "\u2581\u2581\u2581", " \u2581 x\u2581",
+                     "x\u2581 </s>\u2581", "\u2581" * 50 + "end", "def f():\u2581\u2581return 1"]
+
+
+@pytest.fixture(scope="module")
+def giga(model_bytes, processor):
+    return GigatokenBackend(model_proto=model_bytes, processor=processor)
+
+
+def _lists(arrays):
+    return [a.tolist() for a in arrays]
+
+
+def test_gigatoken_equals_sentencepiece_on_adversarial_and_held_out_text(giga, processor):
+    held_out = stdlib_texts(skip=150, max_chars=300_000)  # code the model was not trained on
+    texts = ADVERSARIAL + held_out
+    assert _lists(giga.encode_batch(texts)) == [processor.encode(t) for t in texts]
+    assert all(ids.dtype == np.int32 for ids in giga.encode_batch(ADVERSARIAL))
+
+
+def test_gigatoken_as_its_library_ships_it_matches_control_pieces_in_text(model_bytes, giga,
+                                                                          processor):
+    """Why tokenizer_json exists: gigatoken's own converter makes '</s>' one token."""
+    import gigatoken
+
+    shipped = gigatoken.Tokenizer.from_sentencepiece(model_bytes)
+    assert shipped.encode("a </s> b").tolist() != processor.encode("a </s> b")
+    assert giga.encode_batch(["a </s> b"])[0].tolist() == processor.encode("a </s> b")
+    assert "</s>" not in tokenizer_json(processor).split('"added_tokens": [')[1][:20]
+
+
+def test_gigatoken_splits_a_batch_over_threads_without_changing_ids(model_bytes, processor):
+    texts = ADVERSARIAL + stdlib_texts(skip=150, max_chars=100_000)
+    threaded = GigatokenBackend(model_proto=model_bytes, processor=processor, num_threads=3)
+    assert _lists(threaded.encode_batch(texts)) == [processor.encode(t) for t in texts]
+
+
+@pytest.mark.parametrize("word_cache", [True, False])
+def test_sentencepiece_backend_is_the_library(model_bytes, processor, word_cache):
+    backend = SentencePieceBackend(model_proto=model_bytes, word_cache=word_cache)
+    assert _lists(backend.encode_batch(ADVERSARIAL)) == [processor.encode(t) for t in ADVERSARIAL]
+
+
+def test_u2581_becomes_its_byte_pieces_and_decodes_back(model_bytes, processor, giga):
+    space_ids = space_symbol_ids(processor).tolist()
+    assert [processor.id_to_piece(i) for i in space_ids] == list(SPACE_SYMBOL_PIECES)
+    # "a▁b" is "a", the three byte pieces, "b"; plain SentencePiece would read "a b".
+    assert documented_encode(processor, "a\u2581b") == (
+        processor.encode("a") + space_ids + processor.encode("b"))
+    assert processor.decode(processor.encode("a\u2581b")) == "a b"  # the loss this removes
+    texts = WITH_SPACE_SYMBOL + ADVERSARIAL[:6]
+    expected = [documented_encode(processor, t) for t in texts]
+    for backend in (giga, SentencePieceBackend(model_proto=model_bytes)):
+        got = _lists(backend.encode_batch(texts))
+        assert got == expected
+        assert [processor.decode(ids) for ids in got] == texts  # lossless, every one
+
+
+def test_auto_picks_gigatoken_for_this_projects_models(model_bytes):
+    opened = open_backend("auto", model_proto=model_bytes)
+    assert (opened.backend.name, opened.reason) == ("gigatoken", "")
+    assert opened.backend.releases_gil
+
+
+def test_auto_falls_back_to_sentencepiece_and_says_why(default_bpe_bytes, default_unigram_bytes):
+    bpe = open_backend("auto", model_proto=default_bpe_bytes)
+    assert bpe.backend.name == "sentencepiece"
+    assert bpe.reason == "gigatoken: byte_fallback is off; gigatoken needs byte fallback"
+    unigram = open_backend("auto", model_proto=default_unigram_bytes)
+    assert unigram.backend.name == "sentencepiece"
+    assert "model_type is unigram" in unigram.reason
+    with pytest.raises(ConfigError, match="--encoder=gigatoken cannot encode this model: model_"):
+        open_backend("gigatoken", model_proto=default_unigram_bytes)
+    with pytest.raises(ConfigError, match="--encoder='fast' is not one of auto, gigatoken"):
+        open_backend("fast", model_proto=default_unigram_bytes)
