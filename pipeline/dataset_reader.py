@@ -51,6 +51,9 @@ def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:
     tail: the first record after such a cut does not continue its predecessor, and decoding
     stops there with DataError instead of joining two documents.
     """
+    if (dataset.doc.get("shuffle") or {}).get("mode", "off") != "off":
+        raise DataError(f"{dataset.manifest_path}: the split was written with --shuffle=global: "
+                        "its records are permuted, so documents cannot be read back in order")
     pad = dataset.tokenizer["special_ids"]["pad"]
     eos = dataset.tokenizer["special_ids"]["eos"]
     carry = np.zeros(0, dtype=np.int32)  # a document continued from the previous batch

@@ -8,6 +8,7 @@ import pytest
 
 from common.errors import ConfigError
 from common.flags import from_args
+from common import cli
 from pipeline import run
 from pipeline.config import GIB, PipelineConfig, QualityConfig, ReadConfig, TokenizerTrainingConfig
 
@@ -97,7 +98,7 @@ def _leaf_fields(cls):
 def test_every_field_has_a_flag_whose_default_is_the_field_default():
     parser = run.build_parser()
     defaults = vars(parser.parse_args([]))
-    fields = dict(_leaf_fields(PipelineConfig))
+    fields = dict(_leaf_fields(PipelineConfig)) | dict(_leaf_fields(cli.CommandFlags))
     assert defaults == fields
     assert from_args(PipelineConfig, parser.parse_args([])) == PipelineConfig()
 
