@@ -23,7 +23,7 @@ DISTRIBUTIONS = ("multiworker", "mpi")
 BACKEND = {"multiworker": "multiworker", "mpi": "horovod"}  # --distribution -> --backend
 ENTRY_SCRIPT = "pilepack_entry.py"
 # What the submit path uploads as the job's source code: the trainer itself is in the image.
-ENTRY_SCRIPT_TEXT = '''"""Written by python -m trainer.sagemaker: runs the image's trainer.sagemaker_entry."""
+ENTRY_SCRIPT_TEXT = '''"""Written by python -m trainer.sagemaker: runs trainer.sagemaker_entry."""
 import sys
 
 from trainer import sagemaker_entry

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from common import cli
 from common.errors import ConfigError
 from common.flags import from_args
-from common import cli
 from pipeline import run
 from pipeline.config import GIB, PipelineConfig, QualityConfig, ReadConfig, TokenizerTrainingConfig
 

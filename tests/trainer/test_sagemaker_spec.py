@@ -81,7 +81,8 @@ def test_mpi_on_efs_with_spot_and_checkpoints():
             },
         }
     ]
-    assert spec["networking"] == {"subnets": ["subnet-a", "subnet-b"], "security_group_ids": ["sg-1"]}
+    assert spec["networking"] == {"subnets": ["subnet-a", "subnet-b"],
+                                  "security_group_ids": ["sg-1"]}
     assert spec["checkpoint_config"] == {
         "s3_uri": "s3://bucket/runs/a/checkpoints",
         "local_path": "/opt/ml/checkpoints",
@@ -102,7 +103,8 @@ def test_s3_prefixes_name_the_split_directory():
     "overrides,message",
     [
         ({"spot": True}, "--spot needs --checkpoint_s3_uri"),
-        ({"spot": True, "checkpoint_s3_uri": "s3://b/c", "max_wait_s": 10}, "must be >= --max_run_s"),
+        ({"spot": True, "checkpoint_s3_uri": "s3://b/c", "max_wait_s": 10},
+         "must be >= --max_run_s"),
         ({"efs_file_system_id": "fs-1", "train_data": "/pile/train"}, "needs --subnets"),
         ({"train_data": "/pile/train"}, "s3:// prefix"),
         (

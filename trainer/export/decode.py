@@ -46,8 +46,8 @@ def generate_ids(
 
     Args:
         model: a ``trainer.model.GPT``.
-        prompt_ids: token ids, at least one per row (``saved_model.Servable`` starts every prompt with
-            EOS, the token every packed document follows). A row longer than seq_len - 1
+        prompt_ids: token ids, at least one per row (``saved_model.Servable`` starts every prompt
+            with EOS, the token every packed document follows). A row longer than seq_len - 1
             keeps its last seq_len - 1 tokens.
         max_new_tokens, temperature, top_k, top_p: scalars; see ``sampling.next_token``.
         seed: int64 scalar; step t samples with the stateless seed (seed, t).
