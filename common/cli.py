@@ -71,6 +71,7 @@ class CommandFlags:
 # Start-up messages nobody can act on: shown with --verbose only.
 NOISE = (
     "apitools not found, and bigquery client libraries are not available",
+    "Missing pipeline option (runner). Executing pipeline using the default runner",
 )
 
 
@@ -92,6 +93,9 @@ def configure_logging(*, verbose: bool = False) -> None:
     if not verbose:
         for noisy in ("apache_beam", "absl"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
+        # Beam's local job service relays its worker processes' start-up warnings.
+        logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(
+            logging.ERROR)
         quiet_tensorflow()
     for handler in logging.getLogger().handlers:
         handler.addFilter(HideUserErrors())

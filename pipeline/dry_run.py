@@ -8,11 +8,12 @@ It lists the inputs, reads the start of up to 16 of them (evenly spaced;
   subset; without one, ``ASSUMED_BYTES_PER_TOKEN`` is assumed (and said so);
 * records, shards and output bytes from the packing rules (``pipeline.pack``,
   ``pipeline.shard_plan``): exact for files read to their end, whose chunks are rebuilt;
-* core-hours at ``TEXT_MB_PER_CORE_SECOND``, the pipeline's measured throughput per core
-  (``THROUGHPUT_SOURCE``), and wall time on Beam's ``--num_workers`` workers of
+* core-hours at ``TEXT_MB_PER_CORE_SECOND`` (per ``--encoder``), the pipeline's measured
+  throughput per core (``THROUGHPUT_SOURCE``), and wall time on Beam's ``--num_workers`` workers of
   ``--dry_run_cores_per_worker`` cores (else the cores of ``--machine_type``, e.g.
   ``n2-standard-8`` -> 8), capped by the parallelism the run can use (chunks with fan-out,
-  files without) and by reading the largest file, which one worker does start to end.
+  files without), plus reading the largest file, which one worker does start to end: with
+  fan-out the shuffle is a barrier in batch runs, so tokenizing starts once every file is read.
 """
 
 from __future__ import annotations
@@ -31,14 +32,21 @@ from pipeline.dry_run_sample import (
 )
 from pipeline.inputs import InputFile
 
-# Text MB per core-second of the whole pipeline with fan-out (read, tokenize with a 32,000-piece
-# BPE, pack, write parts and shards): two multi_processing DirectRunner workers on two busy
-# cores, one input file (the run's total over 2 cores), median of interleaved reps.
-TEXT_MB_PER_CORE_SECOND = 2.5
-THROUGHPUT_SOURCE = ("python -m bench.scaling_bench: 2 workers on a 2-core x86-64 machine, "
-                     "50 MB Pile-format corpus, 32k BPE (BENCHMARKS.md, 'Scaling out')")
+# Text MB per CPU-second of the whole pipeline with fan-out (read, shuffle, tokenize with a
+# 32,000-piece BPE, pack, write parts and shards, start-up included), by --encoder: two
+# multi_processing DirectRunner workers on one 94 MB-of-text file, the whole process tree's CPU
+# time (so other jobs on the machine do not change it), median of interleaved reps. "auto" is
+# the fast backend's figure (it falls back to sentencepiece when that cannot be exact).
+TEXT_MB_PER_CORE_SECOND = {"auto": 6.05, "gigatoken": 6.05, "sentencepiece": 3.63}
+THROUGHPUT_SOURCE = ("python -m bench.scaling_bench, 2 workers, 50 MB Pile-format corpus x 2, "
+                     "32k BPE; BENCHMARKS.md 'Scaling out on one file'")
 _MACHINE_CORES = (re.compile(r"^(?:[a-z0-9]+-)?custom-(\d+)-\d+(?:-ext)?$"),  # custom-8-32768
                   re.compile(r"^[a-z][a-z0-9]*-[a-z]+-(\d+)(?:-[a-z0-9]+)?$"))  # n2-standard-8
+
+
+def per_core_rate(config: PipelineConfig) -> float:
+    """Text MB per core-second for ``config``'s encoder backend."""
+    return TEXT_MB_PER_CORE_SECOND.get(config.encoder, TEXT_MB_PER_CORE_SECOND["sentencepiece"])
 
 
 def machine_cores(machine_type: str | None) -> int | None:
@@ -169,7 +177,7 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
     size = frame_bytes(spec)
     per_shard = records_per_shard(shard_bytes=config.shard_bytes, frame_bytes=size)
     records = math.ceil(totals["records"])
-    core_hours = totals["text"] / (TEXT_MB_PER_CORE_SECOND * 1e6) / 3600
+    core_hours = totals["text"] / (per_core_rate(config) * 1e6) / 3600
     per_file = config.encode_processes or (1 if cluster.fanout else cluster.cores_per_worker)
     parallel = totals["chunks"] if cluster.fanout else len(inputs) * min(
         per_file, cluster.cores_per_worker)
@@ -190,7 +198,10 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
         if tokenized else {},
         chunks=totals["chunks"], records=records, frame_bytes=size,
         shards=-(-records // per_shard), output_bytes=records * size, core_hours=core_hours,
-        usable_cores=usable, wall_hours=max(core_hours / usable, read_bound),
+        usable_cores=usable,
+        # Fan-out's shuffle is a barrier in batch: reading, then the rest. Without it they overlap.
+        wall_hours=(read_bound + core_hours / usable if cluster.fanout
+                    else max(core_hours / usable, read_bound)),
         read_bound_hours=read_bound)
 
 
@@ -231,13 +242,13 @@ def report(est: Estimate, *, split: str, config: PipelineConfig, cluster: Cluste
          f"({est.frame_bytes:,} bytes each) in ~ {est.shards:,} shard(s) of --shard_bytes="
          f"{config.shard_bytes:,}: output ~ {_size(est.output_bytes)}, and as much again "
          "in transient parts (.parts/) while it runs"),
-        (f"{head}: compute ~ {est.core_hours:,.3g} core-hours at {TEXT_MB_PER_CORE_SECOND} MB "
-         f"of text per core-second (measured: {THROUGHPUT_SOURCE})"),
+        (f"{head}: compute ~ {est.core_hours:,.3g} core-hours at {per_core_rate(config)} MB "
+         f"of text per core-second, --encoder={config.encoder} (measured: {THROUGHPUT_SOURCE})"),
         (f"{head}: wall ~ {_duration(est.wall_hours)} plus start-up on {cluster.workers} "
          f"worker(s) x {cluster.cores_per_worker} core(s) ({cluster.source}); {cluster.runner}, "
          f"fan-out {'on' if cluster.fanout else 'off'}: {est.usable_cores:,} core(s) usable; "
-         f"reading the largest file, which one worker does start to end, takes at least "
-         f"~ {_duration(est.read_bound_hours)}"),
+         f"of it, reading the largest file (one worker, start to end) ~ "
+         f"{_duration(est.read_bound_hours)}"),
     ]
 
 

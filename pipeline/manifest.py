@@ -17,11 +17,11 @@ import apache_beam as beam
 
 from common import storage
 from common.errors import DataError
+from pipeline import histogram
 from pipeline.config import PipelineConfig
 from pipeline.dead_letters import DeadLetterFile
 from pipeline.doc_hashes import DocHashFile
 from pipeline.mixture import BeforeMixture
-from pipeline import histogram
 from pipeline.pack import PackStats
 from pipeline.quality_files import QUALITY_DIR
 from pipeline.quality_manifest import quality_sections

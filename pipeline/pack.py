@@ -149,6 +149,7 @@ class PackedChunk:
     subsets: dict  # subset -> pipeline.subset_stats.SubsetStats
     epoch: int = 0  # copy number of the chunk's documents (pipeline.mixture)
     before: dict | None = None  # subset stats before the mixture's copies (epoch 0 only)
+    input_offset: int = 0  # see pipeline.read.Chunk
 
 
 class _PackFn(beam.DoFn):
@@ -159,6 +160,9 @@ class _PackFn(beam.DoFn):
         self._last_record = last_record
 
     def process(self, chunk):
+        per_document = beam.metrics.Metrics.distribution("pack", "tokens_per_document")
+        for ids in chunk.documents:
+            per_document.update(len(ids))
         # Each epoch of the chunk is packed on its own; its statistics travel with epoch 0.
         for epoch, documents in epochs(chunk.documents, chunk.repeats):
             records, stats = pack_documents(
@@ -177,7 +181,8 @@ class _PackFn(beam.DoFn):
                 )
             yield PackedChunk(chunk.file_index, chunk.chunk_index, features, stats,
                               chunk.subsets if epoch == 0 else {}, epoch=epoch,
-                              before=chunk.before if epoch == 0 else None)
+                              before=chunk.before if epoch == 0 else None,
+                              input_offset=chunk.input_offset)
 
 
 class Pack(beam.PTransform):

@@ -11,12 +11,15 @@ from __future__ import annotations
 import apache_beam as beam
 
 from common import storage
+from pipeline import progress
 from pipeline.mixture import BeforeMixture
 from pipeline.pack import PackedChunk
 from pipeline.shard_plan import PartInfo, part_path
+from pipeline.subset_stats import summed
 from schemas.records import TOKENS, RecordSpec, frame_tfrecord, serialize_example
 
 CHUNK_STATS = "chunk_stats"
+SUBSET_METRICS = "pilepack.subsets"  # Beam counters "<pile_set_name>/<documents|bytes|tokens>"
 
 
 def framed_records(features: dict, spec: RecordSpec):
@@ -54,6 +57,15 @@ class _WritePartFn(beam.DoFn):
     def process(self, chunk: PackedChunk):
         info = write_part(chunk, directory=self._directory, spec=self._spec, pad_id=self._pad_id)
         beam.metrics.Metrics.counter("write", "records").inc(info.records)
+        if chunk.epoch == 0:  # for the launcher's progress (pipeline.progress), and the runner's UI
+            done = summed(chunk.subsets.values())
+            progress.write_sidecar(self._directory, info.path, file_index=chunk.file_index,
+                                   input_offset=chunk.input_offset, documents=done.documents,
+                                   text_bytes=done.bytes, tokens=done.tokens)
+            for name, stats in chunk.subsets.items():
+                for field in ("documents", "bytes", "tokens"):
+                    beam.metrics.Metrics.counter(SUBSET_METRICS, f"{name}/{field}").inc(
+                        getattr(stats, field))
         yield info
         # Per-chunk statistics travel on to the manifest.
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, (chunk.stats, chunk.subsets))

@@ -34,6 +34,8 @@ class Chunk:
     documents: tuple[parse.Document, ...]
     # Copies of each document to write (pipeline.mixture); () = one each, no mixture.
     repeats: tuple[int, ...] = ()
+    # Compressed bytes of the input file read when the chunk was closed (progress and ETA).
+    input_offset: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +106,8 @@ def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLe
                     pending.append(result)
                     pending_bytes += result.text_bytes
                     if pending_bytes >= config.chunk_bytes:
-                        yield Chunk(file.index, chunk_index, tuple(pending))
+                        yield Chunk(file.index, chunk_index, tuple(pending),
+                                    input_offset=_position(raw))
                         chunk_index, pending, pending_bytes = chunk_index + 1, [], 0
     except decode.StreamError as err:
         # The part of a line cut by the damage is counted once, as this dead letter.
@@ -115,8 +118,15 @@ def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLe
         yield dead(None, None, "unreadable_file", f"{type(err).__name__}: {err}")
     check_unchanged(file, fs, stripped, when="while the run read it")
     if pending:
-        yield Chunk(file.index, chunk_index, tuple(pending))
+        yield Chunk(file.index, chunk_index, tuple(pending), input_offset=file.bytes)
     yield stats
+
+
+def _position(raw) -> int:
+    try:
+        return raw.tell()
+    except (OSError, ValueError):  # a stream that cannot tell: progress only, not correctness
+        return 0
 
 
 def iter_documents(file: InputFile, *, config: ReadConfig) -> Iterator[parse.Document]:
@@ -138,6 +148,9 @@ class _ReadFileFn(beam.DoFn):
         for item in items:
             if isinstance(item, Chunk):
                 beam.metrics.Metrics.counter("read", "chunks").inc()
+                lengths = beam.metrics.Metrics.distribution("read", "document_bytes")
+                for document in item.documents:
+                    lengths.update(document.text_bytes)
                 yield item
             elif isinstance(item, DeadLetter):
                 beam.metrics.Metrics.counter("read", f"rejected_{item.reason}").inc()

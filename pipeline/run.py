@@ -91,6 +91,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from pipeline.beam_options import fanout_enabled
     from pipeline.inputs import expand_inputs
     from pipeline.prepare_tokenizer import prepare_tokenizer
+    from pipeline.progress import Watcher
     from schemas import manifest as manifest_schema
 
     if not config.input or not config.output:
@@ -108,7 +109,9 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
         build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
                        fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id,
                        quality=quality)
-        result = run_to_completion(p)
+        with Watcher(output=config.output, split=config.split,
+                     total_input_bytes=sum(f.bytes for f in inputs)):
+            result = run_to_completion(p)
         dataset = manifest_schema.load(config.output)
         if dataset.doc["run_id"] != held.run_id:
             raise claim.OutputClaimed(
@@ -207,7 +210,7 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     refuse_unknown_args(parser, beam_args)
     if not args.verbose and not any(a.startswith("--default_sdk_harness_log_level")
                                     for a in beam_args):
-        beam_args = [*beam_args, "--default_sdk_harness_log_level=WARNING"]  # workers' logs
+        beam_args = [*beam_args, "--default_sdk_harness_log_level=ERROR"]  # workers' start-up
     return args, beam_args
 
 

@@ -56,6 +56,7 @@ class TokenizedChunk:
     subsets: dict[str, SubsetStats]
     repeats: tuple[int, ...] = ()  # the chunk's copies per document (pipeline.mixture)
     before: dict | None = None  # subset stats before the mixture's copies (pipeline.mixture)
+    input_offset: int = 0  # see pipeline.read.Chunk
 
 
 def subset_stats(chunk: Chunk, token_arrays, *, lossless_space_symbol: bool = True,
@@ -180,6 +181,7 @@ class _TokenizeFn(beam.DoFn):
             repeats=chunk.repeats,
             before=subset_stats(chunk, ids, lossless_space_symbol=self._lossless, copies=False)
             if chunk.repeats else None,
+            input_offset=chunk.input_offset,
         )
         yield beam.pvalue.TaggedOutput(ENCODER_STATS, stats)
 

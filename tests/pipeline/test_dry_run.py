@@ -63,11 +63,15 @@ def test_a_file_longer_than_the_sample_is_extrapolated(tmp_path):
                            cluster=cluster, tokenized=False)
     assert est.text_bytes == pytest.approx(true_text, rel=0.1)
     assert est.documents == pytest.approx(len(docs), rel=0.1)
-    assert est.tokens == pytest.approx(true_text / dry_run_sample.ASSUMED_BYTES_PER_TOKEN + len(docs),
-                                       rel=0.1)
+    assumed = true_text / dry_run_sample.ASSUMED_BYTES_PER_TOKEN
+    assert est.tokens == pytest.approx(assumed + len(docs), rel=0.1)
     assert est.bytes_per_token == {}  # assumed, not measured
     assert est.core_hours == pytest.approx(est.text_bytes / 1e6 / 3600
-                                           / dry_run.TEXT_MB_PER_CORE_SECOND)
+                                           / dry_run.TEXT_MB_PER_CORE_SECOND["auto"])
+    slower = dry_run.estimate([sample], inputs=[file], cluster=cluster, tokenized=False,
+                              config=PipelineConfig(input=path, encoder="sentencepiece"),
+                              vocab_size=8192)
+    assert slower.core_hours > est.core_hours
 
 
 def test_workers_and_cores_come_from_beams_options(tiny_input, capsys):
