@@ -12,7 +12,8 @@ B: the full pipeline (DirectRunner, same model via --tokenizer_model, same cores
    (``VARIANTS``: the default options, and one flag changed in each of the others).
 
 Each measurement runs in a fresh subprocess, interleaved A, B1, B2, ..., A, B1, B2, ...
-(imports are not timed on either side). Memory is the peak of the RSS summed over the
+(imports are not timed on either side; CPU seconds, of every thread and encoder process, are
+taken over the same span). Memory is the peak of the RSS summed over the
 child's whole process tree (the run and every process it starts: encoder processes
 included), polled every 20 ms with psutil. The report gives text MB/s and tokens/s of each,
 each variant's median ratio B/A, and its peak tree memory. ``--rss_scaling`` also runs the
@@ -76,15 +77,16 @@ def child_encoder(corpus: str, model: str, threads: int) -> dict:
 
     texts = corpus_texts(corpus)
     sp = spm.SentencePieceProcessor(model_file=model)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     ids = sp.encode(texts, num_threads=threads)
-    whole = time.perf_counter() - started
-    started = time.perf_counter()
+    whole, whole_cpu = time.perf_counter() - started, _cpu() - cpu
+    started, cpu = time.perf_counter(), _cpu()
     pieces = [piece for text in texts for piece in cut_text(text, max_bytes=65536)]
     cut_ids = sp.encode(pieces, num_threads=threads)
-    cut = time.perf_counter() - started
+    cut, cut_cpu = time.perf_counter() - started, _cpu() - cpu
     assert sum(map(len, cut_ids)) == sum(map(len, ids)), "cutting changed the encoding"
     return {"seconds": min(whole, cut), "whole_seconds": whole, "cut_seconds": cut,
+            "cpu_seconds": whole_cpu if whole < cut else cut_cpu,
             "text_bytes": sum(len(t.encode()) for t in texts),
             "tokens": sum(map(len, ids)) + len(ids)}  # + one EOS per document, as written
 
@@ -96,16 +98,16 @@ def child_pipeline(corpus: str, model: str, threads: int, output: str,
     from pipeline import prepare_tokenizer, run  # noqa: F401
     from tokenizer import backends, guard  # noqa: F401
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     code = run.main(["--input", corpus, "--output", output, "--tokenizer_model", model,
                      "--seq_len=2048", f"--num_threads={threads}", "--overwrite",
                      "--runner=DirectRunner", *extra])
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu() - cpu
     if code:
         raise SystemExit(f"pipeline failed with exit status {code}")
     with open(os.path.join(output, "manifest.json"), encoding="utf-8") as f:
         doc = json.load(f)
-    return {"seconds": seconds, "text_bytes": doc["totals"]["text_bytes"],
+    return {"seconds": seconds, "cpu_seconds": cpu, "text_bytes": doc["totals"]["text_bytes"],
             "tokens": doc["totals"]["tokens"], "encoder": doc["encoder"]}
 
 
@@ -117,7 +119,6 @@ def _spawn(kind: str, **kwargs) -> dict:
     import psutil
 
     command = [sys.executable, "-m", _MODULE, "--child", kind, "--child_args", json.dumps(kwargs)]
-    cpu_before = _children_cpu()
     with tempfile.TemporaryFile("w+") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, text=True)
         root, peak = psutil.Process(process.pid), 0
@@ -139,13 +140,13 @@ def _spawn(kind: str, **kwargs) -> dict:
         out.seek(0)
         result = json.loads(out.read().strip().splitlines()[-1])
     result["peak_tree_mb"] = peak / 1e6
-    result["tree_cpu_seconds"] = _children_cpu() - cpu_before  # the child and what it waited for
     return result
 
 
-def _children_cpu() -> float:
+def _cpu() -> float:
+    """CPU seconds of this process (all threads) and of the processes it has waited for."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return time.process_time() + usage.ru_utime + usage.ru_stime
 
 
 def _ensure_model(corpus: str, workdir: str) -> str:
@@ -210,15 +211,14 @@ def report(rows, *, corpus: str, options: Options) -> None:
     print(f"\ncorpus: {corpus} ({a_rows[0]['text_bytes'] / 1e6:.1f} MB of text), "
           f"{options.threads} threads, {options.reps} interleaved reps, medians")
     print("| measurement | text MB/s | tokens/s | pipeline / best raw encoder (per rep) | "
-          "MB per CPU-second (whole tree) | peak memory MB (process tree) |")
+          "MB per CPU-second | peak memory MB (process tree) |")
     print("|---|---:|---:|---:|---:|---:|")
     whole_mb = med(a["text_bytes"] / a["whole_seconds"] / 1e6 for a in a_rows)
     print(f"| raw encoder, whole documents | {whole_mb:.2f} | | | | |")
-    # The child's CPU covers both of its encodes; the baseline is the faster one's share.
     print(f"| raw encoder, best (baseline) | "
           f"{med(a['text_bytes'] / a['seconds'] / 1e6 for a in a_rows):.2f} | "
           f"{med(a['tokens'] / a['seconds'] for a in a_rows):,.0f} | 1 | "
-          f"{med(_baseline_mb_per_cpu(a) for a in a_rows):.2f} | "
+          f"{med(a['text_bytes'] / a['cpu_seconds'] / 1e6 for a in a_rows):.2f} | "
           f"{med(a['peak_tree_mb'] for a in a_rows):.0f} |")
     for name in options.variants:
         bs = [b[name] for _, b in rows]
@@ -226,16 +226,10 @@ def report(rows, *, corpus: str, options: Options) -> None:
         print(f"| pipeline, {name} | {med(b['text_bytes'] / b['seconds'] / 1e6 for b in bs):.2f} "
               f"| {med(b['tokens'] / b['seconds'] for b in bs):,.0f} | **{med(ratios):.2f}** "
               f"({', '.join(f'{r:.2f}' for r in ratios)}) | "
-              f"{med(b['text_bytes'] / b['tree_cpu_seconds'] / 1e6 for b in bs):.2f} | "
+              f"{med(b['text_bytes'] / b['cpu_seconds'] / 1e6 for b in bs):.2f} | "
               f"{med(b['peak_tree_mb'] for b in bs):.0f} |")
     for name in options.variants:
         print(f"{name}: manifest encoder record {json.dumps(rows[-1][1][name]['encoder'])}")
-
-
-def _baseline_mb_per_cpu(a: dict) -> float:
-    # CPU of the best form alone: the child's CPU split in proportion to the two encodes' time.
-    share = a["seconds"] / (a["whole_seconds"] + a["cut_seconds"])
-    return a["text_bytes"] / (a["tree_cpu_seconds"] * share) / 1e6
 
 
 def rss_scaling(corpus, model, threads, workdir) -> None:

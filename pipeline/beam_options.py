@@ -92,3 +92,9 @@ def fanout_enabled(mode: str, beam_args: list[str]) -> bool:
     if mode != "auto":
         return mode == "on"
     return not (is_direct_runner(beam_args) and direct_running_mode(beam_args) == "in_memory")
+
+
+def runs_in_one_process(beam_args: list[str]) -> bool:
+    """The in-memory DirectRunner: one Beam worker for the whole machine, so the encoder may
+    use every core (a pool); other runners already run a worker per core."""
+    return is_direct_runner(beam_args) and direct_running_mode(beam_args) == "in_memory"

@@ -28,6 +28,7 @@ SAMPLE_OUTPUT = "output/sample"
 
 
 def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
+                   whole_machine: bool = False,
                    run_id: str, quality=None) -> None:
     """Read -> [FanOut] -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters,
     document hashes, and last the manifest from everyone's statistics. ``quality``: the
@@ -56,7 +57,7 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
         chunks = chunks | "FanOut" >> beam.Reshuffle()
     tokenized = chunks | "Tokenize" >> Tokenize(
         model_path=tokenizer.path, num_threads=config.training.num_threads,
-        processes=config.encode_processes, pool_if_auto=not fanout, encoder=config.encoder,
+        processes=config.encode_processes, pool_if_auto=whole_machine, encoder=config.encoder,
         on_mismatch=config.on_encoder_mismatch, check_every=config.encoder_check_every,
         file_paths=tuple(f.path for f in inputs))
     parts = (
@@ -88,7 +89,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipeline import claim, output_dir, prepare_quality
-    from pipeline.beam_options import fanout_enabled
+    from pipeline.beam_options import fanout_enabled, runs_in_one_process
     from pipeline.inputs import expand_inputs
     from pipeline.prepare_tokenizer import prepare_tokenizer
     from pipeline.progress import Watcher
@@ -108,6 +109,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
         p = beam.Pipeline(options=PipelineOptions(beam_args))
         build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
                        fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id,
+                       whole_machine=runs_in_one_process(beam_args),
                        quality=quality)
         with Watcher(output=config.output, split=config.split,
                      total_input_bytes=sum(f.bytes for f in inputs)):
