@@ -52,12 +52,14 @@ def find_error_text(message: str):
     return error_from_text(message)
 
 
-def quiet_tensorflow() -> None:
-    """Keep TensorFlow's C++ start-up banners (oneDNN, CUDA probing) out of a command's output;
-    call before TensorFlow is imported. An explicit TF_CPP_MIN_LOG_LEVEL wins."""
+def quiet_tensorflow(*, errors_too: bool = False) -> None:
+    """Keep TensorFlow's C++ log lines (INFO and WARNING; with ``errors_too`` also ERROR, such
+    as "failed call to cuInit" on a machine without a GPU, for tools that only parse records)
+    out of a command's output; call before TensorFlow is imported. An explicit
+    TF_CPP_MIN_LOG_LEVEL wins."""
     import os
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3" if errors_too else "2")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +84,47 @@ class HideNoise(logging.Filter):
         except Exception:  # a malformed record is not ours to judge
             return True
         return not message.startswith(NOISE)
+
+
+def import_tensorflow():
+    """``import tensorflow``, its C++ start-up banners (oneDNN, CUDA probing, absl's "before
+    InitializeLog" notice) kept off the terminal: TensorFlow writes them to file descriptor 2
+    before any Python logging exists, and TF_CPP_MIN_LOG_LEVEL no longer stops all of them.
+    TF_CPP_MIN_LOG_LEVEL=0 in the environment shows them. Python errors still propagate."""
+    import os
+
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0" or "tensorflow" in sys.modules:
+        import tensorflow
+
+        return tensorflow
+    quiet_tensorflow()
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import tensorflow
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    return tensorflow
+
+
+# Commands that import TensorFlow at start-up (python -m <module>).
+TENSORFLOW_COMMANDS = ("trainer.train", "trainer.evaluate", "trainer.generate", "trainer.export",
+                       "trainer.sagemaker_entry", "trainer.profile_report")
+
+
+def quiet_tensorflow_in_commands(package: str) -> None:
+    """When one of ``package``'s TensorFlow commands runs (``python -m trainer.train``), import
+    TensorFlow first, quietly (``import_tensorflow``). Library imports are left alone. Call
+    from the package's ``__init__``."""
+    argv = getattr(sys, "orig_argv", [])
+    for flag_index, arg in enumerate(argv[:-1]):
+        module = argv[flag_index + 1]
+        if arg == "-m" and module.startswith(package + ".") and module in TENSORFLOW_COMMANDS:
+            import_tensorflow()
+            return
 
 
 def configure_logging(*, verbose: bool = False) -> None:

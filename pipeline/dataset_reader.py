@@ -19,7 +19,9 @@ from schemas.records import iter_tfrecord_frames
 
 def parse_payloads(payloads: list[bytes], spec) -> dict[str, np.ndarray]:
     """Serialized records -> numpy arrays [N, seq_len + 1], with TensorFlow and the spec."""
-    import tensorflow as tf
+    from common.cli import import_tensorflow
+
+    tf = import_tensorflow()
 
     from schemas.records_tf import parse_records
 

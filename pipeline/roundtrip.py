@@ -134,7 +134,7 @@ def main(argv=None) -> int:
                         help="what computes the documented encoding for --check_ids: the "
                              "SentencePiece library itself (default) or another backend")
     args = parser.parse_args(argv)
-    cli.quiet_tensorflow()
+    cli.quiet_tensorflow(errors_too=True)  # TensorFlow only parses records here
     return cli.run_main(lambda: _report(check(args.manifest, check_ids=args.check_ids,
                                               encoder=args.encoder)))
 

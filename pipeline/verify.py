@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     parser.add_argument("--manifest", required=True, help="manifest.json or its directory")
     parser.add_argument("--deep", action="store_true", help="also parse every record")
     args = parser.parse_args(argv)
-    cli.quiet_tensorflow()
+    cli.quiet_tensorflow(errors_too=True)  # TensorFlow only parses records here
     return cli.run_main(lambda: _report(verify(args.manifest, deep=args.deep), deep=args.deep))
 
 

@@ -58,6 +58,9 @@ def check_train_flags(spec: dict) -> bool:
     (a typo then costs no cluster start); return whether it was checked."""
     if importlib.util.find_spec("tensorflow") is None:
         return False
+    from common.cli import import_tensorflow
+
+    import_tensorflow()  # first, quietly: trainer.train imports it
     from trainer import train
 
     channels = {c["channel_name"]: f"{sagemaker_env.DATA_DIR}/{c['channel_name']}"
