@@ -128,8 +128,11 @@ class _TokenizeFn(beam.DoFn):
         else:
             # In this thread, the backend using --num_threads threads for each chunk.
             self._processes = 1
-            if self._num_threads != 1:
-                self._encoder = ChunkEncoder(model_proto=model, num_threads=self._num_threads,
+            # 0 = every core only for a worker that has the machine to itself (no N x N threads
+            # when a runner already starts a worker per core).
+            threads = self._num_threads or (cores if self._pool_if_auto else 1)
+            if threads != 1:
+                self._encoder = ChunkEncoder(model_proto=model, num_threads=threads,
                                              **self._guard)
             self._encode = self._encoder.encode
 
