@@ -38,10 +38,10 @@ import tempfile
 import time
 
 from bench.corpus import corpus_spec, corpus_texts
+from bench.process_tree import run_polled
 from common.flags import ArgumentParser, add_flags, flag, from_args
 
 _MODULE = "bench.pipeline_bench"  # run again as a child process, one per measurement
-_POLL_SECONDS = 0.02
 
 # Pipeline variants: name -> extra pipeline.run flags.
 VARIANTS = {
@@ -116,30 +116,12 @@ _CHILDREN = {"encoder": child_encoder, "pipeline": child_pipeline}
 
 def _spawn(kind: str, **kwargs) -> dict:
     """Run one measurement in a child process; add the peak RSS of its whole process tree."""
-    import psutil
-
     command = [sys.executable, "-m", _MODULE, "--child", kind, "--child_args", json.dumps(kwargs)]
-    with tempfile.TemporaryFile("w+") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, text=True)
-        root, peak = psutil.Process(process.pid), 0
-        while process.poll() is None:
-            try:
-                tree = [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                break
-            total = 0
-            for proc in tree:
-                try:
-                    total += proc.memory_info().rss
-                except psutil.NoSuchProcess:  # ended between listing and reading
-                    pass
-            peak = max(peak, total)
-            time.sleep(_POLL_SECONDS)
-        if process.returncode:
-            raise SystemExit(f"{kind} child failed with exit status {process.returncode}")
-        out.seek(0)
-        result = json.loads(out.read().strip().splitlines()[-1])
-    result["peak_tree_mb"] = peak / 1e6
+    status, output, peak_mb, _, _ = run_polled(command, stderr=subprocess.DEVNULL)
+    if status:
+        raise SystemExit(f"{kind} child failed with exit status {status}")
+    result = json.loads(output.strip().splitlines()[-1])
+    result["peak_tree_mb"] = peak_mb
     return result
 
 

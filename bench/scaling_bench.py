@@ -16,7 +16,7 @@ of the per-rep ratios 2 workers / 1 worker.
 Memory: the default path (in-memory DirectRunner, default options: fan-out off, one encoder
 process per core) on the file and on four copies of it (four input files): the peak of the
 RSS summed over the whole process tree (the run and every process it started), polled every
-50 ms with psutil. Every scaling run's tree peak is reported too.
+20 ms with psutil (bench.process_tree). Every scaling run's tree peak is reported too.
 
 Default corpus: the built-in sample's train files; BENCHMARKS.md's figures come from a 50 MB
 Pile-format corpus: ``--corpus="$DEV/00.jsonl.zst,$DEV/01.jsonl.zst,$DEV/02.jsonl.zst"``.
@@ -32,15 +32,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 from bench.corpus import corpus_spec
+from bench.process_tree import run_polled
 from common.errors import ConfigError
 from common.flags import ArgumentParser, add_flags, flag, from_args
 
 MULTI = ["--runner=DirectRunner", "--direct_running_mode=multi_processing"]
 _SUMMARY = re.compile(r"\] ([\d.]+) s: ([\d.]+) MB/s of text(?:.*?tokenized by (\d+) worker)?")
-_POLL_SECONDS = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,44 +65,17 @@ class Measured:
     mb_per_cpu_second: float  # text MB over the whole tree's CPU seconds (imports included)
 
 
-def run_polled(argv: list[str]) -> tuple[str, float, float, float]:
-    """Run ``argv``; return its output, the peak RSS (MB) summed over its process tree, the
-    tree's CPU seconds, and its wall seconds (CPU over wall: the cores it kept busy, fewer than
-    the machine has when other jobs share it)."""
-    import psutil
-
-    cpu: dict[int, float] = {}  # last CPU seconds seen of each process of the tree
-    started = time.monotonic()
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        root, peak = psutil.Process(process.pid), 0
-        while process.poll() is None:
-            total = 0
-            try:
-                tree = [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                break
-            for proc in tree:
-                try:
-                    with proc.oneshot():
-                        total += proc.memory_info().rss
-                        times = proc.cpu_times()
-                    cpu[proc.pid] = times.user + times.system
-                except psutil.NoSuchProcess:  # ended between listing and reading
-                    pass
-            peak = max(peak, total)
-            time.sleep(_POLL_SECONDS)
-        wall = time.monotonic() - started
-        log.seek(0)
-        output = log.read().decode(errors="replace")
-    if process.returncode:
-        raise SystemExit(f"{' '.join(argv)} failed ({process.returncode}):\n{output[-3000:]}")
-    return output, peak / 1e6, sum(cpu.values()), wall
+def run_checked(argv: list[str]) -> tuple[str, float, float, float]:
+    """``bench.process_tree.run_polled``, failing on a non-zero exit status."""
+    status, output, peak_mb, cpu, wall = run_polled(argv)
+    if status:
+        raise SystemExit(f"{' '.join(argv)} failed ({status}):\n{output[-3000:]}")
+    return output, peak_mb, cpu, wall
 
 
 def pipeline(input_path: str, model: str, output: str, extra: list[str]) -> Measured:
     shutil.rmtree(output, ignore_errors=True)
-    output_text, peak, cpu, wall = run_polled([
+    output_text, peak, cpu, wall = run_checked([
         sys.executable, "-m", "pipeline.run", "--input", input_path, "--output", output,
         "--tokenizer_model", model, *extra])
     match = _SUMMARY.search(output_text)

@@ -163,6 +163,8 @@ def test_mixture_by_epochs_is_each_epochs_copies_in_order(corpus):
         write_jsonl(plain / f"{epoch}.jsonl", [pile_doc(t, "A") for t, r
                                                in zip(corpus["first"], counts[0]) if r > epoch])
     assert shard_bytes(make(corpus, "epochs-plain", inputs=plain)) == shard_bytes(out)
+    assert same_files(make(corpus, "epochs-two", f"--subset_weights={json.dumps(weights)}",
+                           runner=TWO_WORKERS), out)
 
 
 def test_mixture_by_token_budget(corpus):

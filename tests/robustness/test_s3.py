@@ -59,6 +59,7 @@ def test_pipeline_reads_and_writes_s3(s3, tmp_path, capfd, caplog):
     keys = s3.keys("datasets/train/")
     listed = {f"datasets/train/{s['path']}" for s in doc["shards"]}
     listed |= {f"datasets/train/{d['path']}" for d in doc["dead_letters"]}
+    listed |= {f"datasets/train/{f['path']}" for f in doc["doc_hashes"]["files"]}
     assert set(keys) == listed | {"datasets/train/manifest.json",
                                   "datasets/train/tokenizer.model",
                                   "datasets/train/tokenizer.vocab"}
