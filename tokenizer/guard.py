@@ -48,10 +48,12 @@ class EncodeStats:
 
 def sampled(path: str, line: int, check_every: int) -> bool:
     """Whether the document at ``path`` line ``line`` is in the guard's 1-in-``check_every``
-    sample (0: none)."""
+    sample (0: none). Keyed by the file's name, not its directory or scheme, so the same input
+    checked from local disk or from S3 samples the same documents (same manifest)."""
     if check_every <= 0:
         return False
-    digest = hashlib.blake2b(f"{path}\n{line}".encode(), digest_size=8).digest()
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    digest = hashlib.blake2b(f"{name}\n{line}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") % check_every == 0
 
 

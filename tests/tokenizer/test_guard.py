@@ -16,6 +16,8 @@ def test_the_sample_is_a_deterministic_one_in_n_by_file_and_line():
     assert picks == [sampled("dev/00.jsonl.zst", line, 64) for line in range(1, 6401)]
     assert 70 <= sum(picks) <= 130  # ~100 expected
     assert picks != [sampled("dev/01.jsonl.zst", line, 64) for line in range(1, 6401)]
+    assert picks == [sampled("s3://bucket/pile/00.jsonl.zst", line, 64)  # local or S3: same
+                     for line in range(1, 6401)]
     assert not any(sampled("f", line, 0) for line in range(100))
     assert all(sampled("f", line, 1) for line in range(100))
 
