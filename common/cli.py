@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Callable
 
-from common.errors import find_error
+from common.errors import error_from_text, find_error
 from common.flags import flag
 
 
@@ -43,13 +43,7 @@ class HideUserErrors(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record is not ours to judge
             return True
-        return find_error_text(message) is None
-
-
-def find_error_text(message: str):
-    from common.errors import error_from_text
-
-    return error_from_text(message)
+        return error_from_text(message) is None
 
 
 def quiet_tensorflow(*, errors_too: bool = False) -> None:

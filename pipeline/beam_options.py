@@ -59,11 +59,13 @@ def unknown_beam_args(beam_args: list[str]) -> list[str]:
 
 def refuse_unknown_args(parser, beam_args: list[str]) -> None:
     """Exit 2 through ``parser`` (one usage, one line) for an unknown or malformed Beam flag."""
+    beam = beam_parser()  # built once: it walks every Beam options class
     try:
-        unknown = unknown_beam_args(beam_args)
+        _, unknown = beam.parse_known_args(beam_args)
     except argparse.ArgumentError as err:
         parser.error(f"Apache Beam flag {err}")
-    parser.refuse_unknown(unknown, also_known=beam_flag_names())
+    names = [name for action in beam._actions for name in action.option_strings]
+    parser.refuse_unknown(unknown, also_known=names)
 
 
 def runner_name(beam_args: list[str]) -> str:

@@ -17,7 +17,7 @@ from common import storage
 from common.errors import DataError
 from pipeline import decode, parse
 from pipeline.config import ReadConfig
-from pipeline.inputs import InputChangedError, InputFile, check_unchanged
+from pipeline.inputs import InputFile, check_unchanged
 
 DEAD_LETTERS = "dead_letters"
 READ_STATS = "read_stats"
@@ -112,8 +112,6 @@ def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLe
     except decode.StreamError as err:
         # The part of a line cut by the damage is counted once, as this dead letter.
         yield dead(last_line + 1, err.offset, err.reason, err.detail)
-    except InputChangedError:
-        raise
     except OSError as err:
         yield dead(None, None, "unreadable_file", f"{type(err).__name__}: {err}")
     check_unchanged(file, fs, stripped, when="while the run read it")
