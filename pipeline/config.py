@@ -38,7 +38,8 @@ class ReadConfig:
         128 * MIB, help="largest zstd window accepted (zstd's own default limit; the Pile needs "
                         "8 MiB; files made with zstd --long=31 need 2147483648)")
     chunk_bytes: int = flag(
-        4 * MIB, help="text bytes per work item (encoded in one batched call, packed together)")
+        4 * MIB, help="bytes of input lines per work item (parsed, encoded in one batched call "
+                      "and packed together)")
 
     def __post_init__(self):
         require(self.on_bad_record in ("skip", "fail"),

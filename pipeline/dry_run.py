@@ -37,7 +37,7 @@ from pipeline.inputs import InputFile
 # multi_processing DirectRunner workers on one 94 MB-of-text file, the whole process tree's CPU
 # time (so other jobs on the machine do not change it), median of interleaved reps. "auto" is
 # the fast backend's figure (it falls back to sentencepiece when that cannot be exact).
-TEXT_MB_PER_CORE_SECOND = {"auto": 6.05, "gigatoken": 6.05, "sentencepiece": 3.63}
+TEXT_MB_PER_CORE_SECOND = {"auto": 6.42, "gigatoken": 6.42, "sentencepiece": 3.63}
 THROUGHPUT_SOURCE = ("python -m bench.scaling_bench, 2 workers, 50 MB Pile-format corpus x 2, "
                      "32k BPE; BENCHMARKS.md 'Scaling out on one file'")
 _MACHINE_CORES = (re.compile(r"^(?:[a-z0-9]+-)?custom-(\d+)-\d+(?:-ext)?$"),  # custom-8-32768
@@ -166,7 +166,9 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
                       else pooled)
             text = file.bytes * (s.text_per_input_byte if s else pooled["text"])
             docs, tokens = text * ratios["docs"], text * ratios["tokens"]
-            chunks = math.ceil(text / chunk_bytes) if text else 0
+            # Chunks are cut by the bytes of their lines (JSON), not of their text.
+            lines_per_text = (s.line_bytes / s.text_bytes) if s and s.text_bytes else 1.0
+            chunks = math.ceil(text * lines_per_text / chunk_bytes) if text else 0
             records = max(0.0, (tokens + docs) / seq_len + chunks * half)
         for key, value in (("text", text), ("docs", docs), ("tokens", tokens + docs),
                            ("chunks", chunks), ("records", records)):

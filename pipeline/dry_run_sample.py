@@ -89,17 +89,20 @@ def sample_file(file: InputFile, *, config: ReadConfig, encoder=None,
             for line in decode.iter_lines(_produced(blocks, sample),
                                           max_line_bytes=config.max_line_bytes):
                 sample.line_bytes = line.offset + line.length + 1
-                result = parse.parse_line(line.data, line=line.number) if line.data else None
+                if line.data is None:
+                    continue
+                result = parse.parse_line(line.data, line=line.number)
+                pending_bytes += len(line.data) + 1
                 if isinstance(result, parse.Document) and config.selects(result.subset):
                     sample.documents += 1
                     sample.text_bytes += result.text_bytes
                     pending.append(result)
-                    pending_bytes += result.text_bytes
-                    if pending_bytes >= config.chunk_bytes:  # as pipeline.read cuts chunks
+                if pending_bytes >= config.chunk_bytes:  # as pipeline.read cuts chunks
+                    if pending:
                         take_chunk()
-                        pending_bytes = 0
-                    if sample.text_bytes >= text_bytes:
-                        break
+                    pending_bytes = 0
+                if sample.text_bytes >= text_bytes:
+                    break
             else:
                 sample.complete = True
         except decode.StreamError:

@@ -59,7 +59,7 @@ class Summary:
         elif isinstance(item, DeadLetterFile):
             self.dead_letters.append(item)
         elif isinstance(item, ReadStats):
-            self.files.append(item)
+            self._add_files([item])
         elif isinstance(item, DocHashFile):
             self.doc_hashes.append(item)
         elif isinstance(item, BeforeMixture):
@@ -72,12 +72,25 @@ class Summary:
     def merge(self, other: "Summary") -> None:
         self.shards += other.shards
         self.dead_letters += other.dead_letters
-        self.files += other.files
+        self._add_files(other.files)
         self.pack.update(other.pack)
         self._add_subsets(other.subsets)
         self._add_encoder(other.encoder)
         self.doc_hashes += other.doc_hashes
         merge_into(self.before, other.before)
+
+    def _add_files(self, items) -> None:
+        # A file's ReadStats come in parts (its lines from Read, each chunk's from Parse).
+        by_file = {stats.file_index: stats for stats in self.files}
+        for item in items:
+            if item.file_index in by_file:
+                by_file[item.file_index].merge(item)
+            else:
+                by_file[item.file_index] = dataclasses.replace(
+                    item, filtered=collections.Counter(item.filtered),
+                    rejected=collections.Counter(item.rejected),
+                    filtered_by_subset=collections.Counter(item.filtered_by_subset))
+                self.files.append(by_file[item.file_index])
 
     def _add_encoder(self, items) -> None:
         by_backend = {(e.backend, e.version, e.reason): e for e in self.encoder}

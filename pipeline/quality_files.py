@@ -49,12 +49,11 @@ def write_decisions(drops, *, directory: str, file_index: int) -> str:
 
 
 class Decisions:
-    """One input file's drops, looked up in line order (``reason(line)`` with rising lines)."""
+    """One input file's drops, looked up by line (``reason(line)``)."""
 
     def __init__(self, lines: np.ndarray, codes: np.ndarray):
         self._lines = lines
         self._codes = codes
-        self._next = 0
 
     @classmethod
     def load(cls, directory: str, file_index: int) -> "Decisions":
@@ -78,12 +77,10 @@ class Decisions:
         return len(self._lines)
 
     def reason(self, line: int) -> str | None:
-        """The reason ``line`` drops, or None; lines must be asked in rising order."""
-        lines = self._lines
-        while self._next < len(lines) and lines[self._next] < line:
-            self._next += 1
-        if self._next < len(lines) and lines[self._next] == line:
-            return _REASONS[int(self._codes[self._next])]
+        """The reason ``line`` drops, or None (lines may be asked in any order)."""
+        at = int(np.searchsorted(self._lines, line))
+        if at < len(self._lines) and self._lines[at] == line:
+            return _REASONS[int(self._codes[at])]
         return None
 
 

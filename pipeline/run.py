@@ -30,7 +30,7 @@ SAMPLE_OUTPUT = "output/sample"
 def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
                    whole_machine: bool = False,
                    run_id: str, quality=None) -> None:
-    """Read -> [FanOut] -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters,
+    """Read -> [FanOut] -> Parse -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters,
     document hashes, and last the manifest from everyone's statistics. ``quality``: the
     data-quality options' ``pipeline.prepare_quality.QualityRun`` (None: none given)."""
     import apache_beam as beam
@@ -50,11 +50,10 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
                        with_segments=config.segment_ids, last_record=config.last_record)
     files = p | "ListInputs" >> beam.Create(inputs)
     read = files | "Read" >> ReadDocuments(
-        config=config.read, selection=quality.selection if quality else None)
-    chunks = read.chunks
+        config=config.read, paths=tuple(f.path for f in inputs), fanout=fanout,
+        selection=quality.selection if quality else None)
+    chunks = read["chunks"]
     hashes = chunks | "DocHashes" >> WriteDocHashes(directory=config.output)
-    if fanout:  # any worker may take any chunk, in any order and bundle
-        chunks = chunks | "FanOut" >> beam.Reshuffle()
     tokenized = chunks | "Tokenize" >> Tokenize(
         model_path=tokenizer.path, num_threads=config.training.num_threads,
         processes=config.encode_processes, pool_if_auto=whole_machine, encoder=config.encoder,
@@ -72,10 +71,10 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     shards = parts.parts | "WriteShards" >> (
         WriteShuffledShards(**shard_options, seed=config.training.seed)
         if config.quality.shuffle == "global" else WriteShards(**shard_options))
-    dead = read.dead_letters | "DeadLetters" >> WriteDeadLetters(directory=config.output,
+    dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
     (
-        (shards, parts.chunk_stats, read.read_stats, dead, tokenized.encoder_stats, hashes)
+        (shards, parts.chunk_stats, read["read_stats"], dead, tokenized.encoder_stats, hashes)
         | "AllStatistics" >> beam.Flatten()
         | "Manifest" >> CommitManifest(config=config, spec=spec, run_id=run_id,
                                        tokenizer=tokenizer.manifest_entry(), inputs=inputs,

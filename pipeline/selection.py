@@ -1,18 +1,17 @@
 """What the main pipeline's Read keeps: the pre-pass's drops, and each document's copies.
 
-``select`` wraps ``pipeline.read.read_file``'s output for one input file. It loads the file's
-decision file once (``pipeline.quality_files``) and walks it alongside the documents (both in
-line order): a document listed there is filtered with its reason (``duplicate``,
+``Selection.apply_chunk`` applies it to one chunk (``select`` to ``pipeline.read.read_file``'s
+output for one input file). A file's decision file (``pipeline.quality_files``) is loaded once
+per worker; a document listed there is filtered with its reason (``duplicate``,
 ``contaminated``). With mixture weights each remaining document gets its repeat count
 (``pipeline.mixture``); a count of 0 is filtered as ``mixture`` but stays in its chunk, so that
 it is tokenized once and counted in the mixture's "before" totals without being written.
-The file's ``ReadStats`` (yielded last) is corrected so that ``read = written + filtered +
-rejected`` still holds, and counts each reason per subset.
+The chunk's ``ReadStats`` is corrected so that ``read = written + filtered + rejected`` still
+holds, and counts each reason per subset.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 from typing import Iterator
 
@@ -31,39 +30,50 @@ class Selection:
     weights: dict = dataclasses.field(default_factory=dict)  # epochs per subset; {}: none
     seed: int = 0
 
-    def apply(self, file: InputFile, items) -> Iterator:
-        return select(file, items, selection=self)
+    def apply_chunk(self, chunk: Chunk, stats: ReadStats, *,
+                    decisions: dict[int, Decisions]) -> Chunk | None:
+        """One chunk with the selection applied (None: no document left); ``stats`` (the
+        chunk's own counts) corrected to match. ``decisions``: a cache of loaded decision
+        files by input file index, filled as needed."""
+        found = None
+        if self.decisions:
+            found = decisions.get(chunk.file_index)
+            if found is None:
+                found = decisions[chunk.file_index] = Decisions.load(self.decisions,
+                                                                     chunk.file_index)
+        kept, repeats = [], []
+        for doc in chunk.documents:
+            reason = found.reason(doc.line) if found is not None else None
+            if reason is None and self.weights:
+                count = mixture.repeat_count(self.weights, subset=doc.subset, seed=self.seed,
+                                             file_index=chunk.file_index, line=doc.line)
+                reason = MIXTURE if count == 0 else None
+                kept.append(doc)
+                repeats.append(count)
+            elif reason is None:
+                kept.append(doc)
+            if reason is not None:
+                stats.documents -= 1
+                stats.filtered[reason] += 1
+                stats.filtered_by_subset[(reason, doc.subset)] += 1
+        if not kept:
+            return None
+        return dataclasses.replace(chunk, documents=tuple(kept),
+                                   repeats=tuple(repeats) if self.weights else ())
 
 
 def select(file: InputFile, items, *, selection: Selection) -> Iterator:
     """``read_file(file, ...)``'s items with the selection applied (see the module doc)."""
-    decisions = Decisions.load(selection.decisions, file.index) if selection.decisions else None
-    dropped: collections.Counter = collections.Counter()
-    by_subset: collections.Counter = collections.Counter()
+    del file  # each chunk names its file
+    decisions: dict[int, Decisions] = {}
+    dropped = ReadStats(file_index=-1, path="")
     for item in items:
         if isinstance(item, Chunk):
-            kept, repeats = [], []
-            for doc in item.documents:
-                reason = decisions.reason(doc.line) if decisions is not None else None
-                if reason is None and selection.weights:
-                    count = mixture.repeat_count(selection.weights, subset=doc.subset,
-                                                 seed=selection.seed, file_index=file.index,
-                                                 line=doc.line)
-                    reason = MIXTURE if count == 0 else None
-                    kept.append(doc)
-                    repeats.append(count)
-                elif reason is None:
-                    kept.append(doc)
-                if reason is not None:
-                    dropped[reason] += 1
-                    by_subset[(reason, doc.subset)] += 1
-            if kept:
-                yield dataclasses.replace(item, documents=tuple(kept),
-                                          repeats=tuple(repeats) if selection.weights else ())
+            kept = selection.apply_chunk(item, dropped, decisions=decisions)
+            if kept is not None:
+                yield kept
         elif isinstance(item, ReadStats):
-            item.documents -= sum(dropped.values())
-            item.filtered.update(dropped)
-            item.filtered_by_subset.update(by_subset)
+            item.merge(dropped)
             yield item
         else:
             yield item

@@ -101,6 +101,23 @@ def cut_text(text: str, *, max_bytes: int) -> list[str]:
     """
     if max_bytes < 4:
         raise ValueError(f"max_bytes={max_bytes} must be at least 4 (one UTF-8 character)")
+    return _cut(text, max_bytes=max_bytes, inside_runs=True)
+
+
+def cut_at_spaces(text: str, *, max_bytes: int) -> list[str]:
+    """Cut ``text`` at space-word boundaries only, into pieces of at most ``max_bytes`` UTF-8
+    bytes where one falls within that: exact for any text (a vocabulary with
+    ``BoundaryRules.spaces``), unlike ``cut_text``, whose cut inside a long run of non-spaces
+    is not. A run with no such boundary stays whole, however long.
+
+    Example: ``cut_at_spaces("abcdefg hi", max_bytes=4) == ["abcdefg", " hi"]``.
+    """
+    return _cut(text, max_bytes=max_bytes, inside_runs=False)
+
+
+def _cut(text: str, *, max_bytes: int, inside_runs: bool) -> list[str]:
+    """Pieces cut at space-word boundaries; where none is within ``max_bytes``, at a character
+    boundary (``inside_runs``) or at the next space-word boundary however far."""
     data = text.encode("utf-8")
     if len(data) <= max_bytes:
         return [text] if text else []
@@ -108,14 +125,31 @@ def cut_text(text: str, *, max_bytes: int) -> list[str]:
     start = 0
     while len(data) - start > max_bytes:
         cut = _space_cut(data, start, start + max_bytes)
-        if cut <= start:
+        if cut <= start and inside_runs:
             cut = start + max_bytes
             while data[cut] & 0xC0 == 0x80:  # never inside a UTF-8 sequence
                 cut -= 1
+        elif cut <= start:
+            cut = _next_space_cut(data, start + max_bytes)
+            if cut < 0:
+                break
         pieces.append(data[start:cut].decode("utf-8"))
         start = cut
     pieces.append(data[start:].decode("utf-8"))
     return pieces
+
+
+def _next_space_cut(data: bytes, start: int) -> int:
+    """Smallest cut at or after ``start`` before a space that follows a non-space, else -1."""
+    pos = start
+    while True:
+        pos = data.find(b" ", pos)
+        if pos < 0:
+            return -1
+        before = data[pos - 1]
+        if before != 0x20 and not (pos >= 3 and data[pos - 3:pos] == _UTF8_SPACE_SYMBOL):
+            return pos
+        pos += 1
 
 
 def _space_cut(data: bytes, start: int, limit: int) -> int:

@@ -32,6 +32,20 @@ def test_different_after_normalization(a, b):
     assert doc_hash.doc_hash(a) != doc_hash.doc_hash(b)
 
 
+def test_fast_paths_equal_the_definition_on_random_texts():
+    # normalize() skips NFC for ASCII and the per-line strip when no line ends in a blank;
+    # both shortcuts must give exactly NFC + strip-every-line.
+    import random
+
+    rng = random.Random(7)
+    alphabet = ["a", "Z", " ", "\t", "\r", "\n", "e\u0301", "é", "\u00a0", "x "]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+        nfc = unicodedata.normalize("NFC", text)
+        expected = "\n".join(line.rstrip(" \t\r") for line in nfc.split("\n"))
+        assert doc_hash.normalize(text) == expected, repr(text)
+
+
 def test_digest_is_blake2b_128_of_the_normalized_utf8():
     text = "e\u0301 \r\nz"
     assert doc_hash.normalize(text) == "é\nz"

@@ -11,7 +11,7 @@ import pytest
 from apache_beam.pvalue import TaggedOutput
 
 from common.errors import DataError
-from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_gz, write_jsonl_zst
+from datagen.pile_files import encode_lines, pile_doc, write_jsonl, write_jsonl_gz, write_jsonl_zst
 from pipeline import read
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile
@@ -35,8 +35,8 @@ def _texts(chunk: Chunk) -> list[str]:
     return [doc.text for doc in chunk.documents]
 
 
-def test_chunks_close_once_their_text_reaches_chunk_bytes(tmp_path):
-    # 600-byte texts, chunk_bytes=1024: 600 < 1024, 1200 >= 1024 -> two documents a chunk.
+def test_chunks_close_once_their_lines_reach_chunk_bytes(tmp_path):
+    # ~650-byte lines, chunk_bytes=1024: 650 < 1024, 1300 >= 1024 -> two documents a chunk.
     texts = ["a" * 600, "b" * 600, "c" * 600, "d" * 600, "e" * 10]
     path = write_jsonl(tmp_path / "a.jsonl", [pile_doc(t) for t in texts])
     chunks = _of(_read(path, chunk_bytes=1024), Chunk)
@@ -45,13 +45,18 @@ def test_chunks_close_once_their_text_reaches_chunk_bytes(tmp_path):
     assert [[d.line for d in c.documents] for c in chunks] == [[1, 2], [3, 4], [5]]
 
 
-def test_chunk_boundary_is_inclusive_and_counts_utf8_bytes(tmp_path):
-    # "é" is 2 UTF-8 bytes: 256 of them are 512 bytes, so 512 + 512 == 1024 closes the chunk.
+def test_chunk_boundary_is_inclusive_and_counts_line_bytes_with_their_newline(tmp_path):
+    # A chunk is cut by the bytes of its lines as read (JSON, line ending counted once),
+    # not by the UTF-8 size of their text.
     texts = ["é" * 256, "b" * 512, "c"]
+    lines = encode_lines([pile_doc(t) for t in texts])
     path = write_jsonl(tmp_path / "a.jsonl", [pile_doc(t) for t in texts])
-    chunks = _of(_read(path, chunk_bytes=1024), Chunk)
+    exact = len(lines[0]) + len(lines[1])
+    chunks = _of(_read(path, chunk_bytes=exact), Chunk)
     assert [_texts(c) for c in chunks] == [texts[:2], texts[2:]]
     assert chunks[0].documents[0].text_bytes == 512
+    chunks = _of(_read(path, chunk_bytes=exact + 1), Chunk)
+    assert [_texts(c) for c in chunks] == [texts]
 
 
 def test_a_document_larger_than_chunk_bytes_is_never_split(tmp_path):
@@ -188,20 +193,53 @@ def test_reads_an_fsspec_url():
         fs.rm(root, recursive=True)
 
 
-def test_read_file_fn_tags_dead_letters_and_stats(tmp_path):
+def _read_then_parse(path, config):
+    """The two DoFns of ReadDocuments, by hand: lines of one file, then each chunk parsed."""
+    file = _file(path)
+    lines = list(read._ReadLinesFn(config).process(file))
+    paths = ("",) * file.index + (file.path,)  # by file index
+    parse_fn = read._ParseChunkFn(config, paths)
+    parse_fn.setup()
+    parsed = [item for raw in lines if isinstance(raw, read.RawChunk)
+              for item in parse_fn.process(raw)]
+    return lines, parsed
+
+
+def test_read_and_parse_fns_tag_dead_letters_and_stats(tmp_path):
     path = write_jsonl(tmp_path / "a.jsonl", [pile_doc("ok"), "{broken"])
-    out = list(read._ReadFileFn(ReadConfig()).process(_file(path)))
-    assert [type(x) for x in out] == [TaggedOutput, Chunk, TaggedOutput]
-    assert (out[0].tag, out[0].value.reason) == (read.DEAD_LETTERS, "invalid_json")
-    assert out[2].tag == read.READ_STATS
+    lines, parsed = _read_then_parse(path, ReadConfig())
+    assert [type(x) for x in lines] == [read.RawChunk, TaggedOutput]
+    assert lines[0].numbers == (1, 2) and lines[0].lines()[1] == b"{broken"
+    assert lines[1].tag == read.READ_STATS and lines[1].value.lines == 2
+    assert [type(x) for x in parsed] == [TaggedOutput, Chunk, TaggedOutput]
+    assert (parsed[0].tag, parsed[0].value.reason) == (read.DEAD_LETTERS, "invalid_json")
+    assert parsed[0].value.file == path and parsed[0].value.line == 2
+    stats = parsed[2].value
+    assert parsed[2].tag == read.READ_STATS
+    assert (stats.documents, stats.rejected, stats.lines) == (1, {"invalid_json": 1}, 0)
 
 
-def test_read_file_fn_fails_on_the_first_bad_record_naming_file_and_line(tmp_path):
+def test_parse_fn_fails_on_the_first_bad_record_naming_file_and_line(tmp_path):
     path = write_jsonl(tmp_path / "a.jsonl", [pile_doc("ok"), "{broken"])
     with pytest.raises(DataError) as err:
-        list(read._ReadFileFn(ReadConfig(on_bad_record="fail")).process(_file(path)))
+        _read_then_parse(path, ReadConfig(on_bad_record="fail"))
     assert path in str(err.value) and "line 2" in str(err.value)
     assert "--on_bad_record=skip" in str(err.value)
+
+
+def test_read_stats_parts_merge_into_the_whole_file(tmp_path):
+    first, lines = _mixed_lines()
+    path = write_jsonl(tmp_path / "a.jsonl", lines)
+    config = ReadConfig(chunk_bytes=1024, exclude_subsets=("Books3",))
+    (whole,) = _of(_read(path, chunk_bytes=1024, exclude_subsets=("Books3",)), ReadStats)
+    raw, parsed = _read_then_parse(path, config)
+    parts = [x.value for x in raw + parsed
+             if isinstance(x, TaggedOutput) and x.tag == read.READ_STATS]
+    assert len(parts) == 3  # the file's lines, then each of its two chunks
+    merged = parts[0]
+    for part in parts[1:]:
+        merged.merge(part)
+    assert merged == whole
 
 
 def test_a_file_starting_with_a_byte_order_mark_loses_no_document(tmp_path):
@@ -211,3 +249,19 @@ def test_a_file_starting_with_a_byte_order_mark_loses_no_document(tmp_path):
     items = _read(plain)
     assert [text for chunk in _of(items, Chunk) for text in _texts(chunk)] == ["first", "second"]
     assert _of(items, DeadLetter) == []
+
+
+def test_compressed_raw_chunks_give_the_same_lines(tmp_path):
+    texts = [f"document {n} " * 40 for n in range(30)] + [""]
+    path = write_jsonl(tmp_path / "a.jsonl", [pile_doc(t) for t in texts] + ["{broken", ""])
+    plain = [x for x in read.read_lines(_file(path), config=ReadConfig(chunk_bytes=4096))
+             if isinstance(x, read.RawChunk)]
+    fn = read._ReadLinesFn(ReadConfig(chunk_bytes=4096), compress=True)
+    fn.setup()
+    packed = [x for x in fn.process(_file(path)) if isinstance(x, read.RawChunk)]
+    fn.teardown()
+    assert all(c.compressed for c in packed) and len(packed) == len(plain) > 3
+    assert [c.lines() for c in packed] == [c.lines() for c in plain]
+    assert [(c.chunk_index, c.numbers, c.offsets) for c in packed] == [
+        (c.chunk_index, c.numbers, c.offsets) for c in plain]
+    assert sum(len(c.data) for c in packed) < sum(len(c.data) for c in plain) / 2

@@ -1,6 +1,8 @@
 """tokenizer/backends: the fast backend equals SentencePiece on adversarial text, every backend
 returns the documented (lossless) encoding, and auto says why it falls back."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,36 @@ def test_auto_falls_back_to_sentencepiece_and_says_why(default_bpe_bytes, defaul
         open_backend("gigatoken", model_proto=default_unigram_bytes)
     with pytest.raises(ConfigError, match="--encoder='fast' is not one of auto, gigatoken"):
         open_backend("fast", model_proto=default_unigram_bytes)
+
+
+def test_reference_cuts_long_texts_without_changing_ids(model_bytes, processor):
+    # The guard's reference encodes long documents in pieces cut at space-word boundaries;
+    # the ids must be processor.encode's of the whole text.
+    from tokenizer.backends import reference_backend
+
+    texts = stdlib_texts(skip=40, max_chars=400_000)
+    texts += ["x" * 50_000 + " tail", "  " + "word " * 20_000, "a\u2581 b " * 9_000]
+    cut = SentencePieceBackend(model_proto=model_bytes, word_cache=False, cut_bytes=4096)
+    assert cut._cut_bytes == 4096
+    for ids, text in zip(cut.encode_batch(texts), texts):
+        assert ids.tolist() == documented_encode(processor, text)
+    assert reference_backend(model_proto=model_bytes)._cut_bytes > 0
+
+
+def test_converted_model_is_cached_and_a_damaged_cache_is_ignored(model_bytes, processor,
+                                                                    tmp_path, monkeypatch):
+    from tokenizer.backends import gigatoken_backend
+
+    monkeypatch.setenv("PILEPACK_CACHE_DIR", str(tmp_path))
+    fresh = GigatokenBackend(model_proto=model_bytes, processor=processor)
+    (path,) = (tmp_path / "gigatoken").iterdir()
+    assert json.loads(path.read_text())["definition"] == tokenizer_json(processor)
+    cached = GigatokenBackend(model_proto=model_bytes, processor=processor)
+    assert _lists(cached.encode_batch(ADVERSARIAL)) == _lists(fresh.encode_batch(ADVERSARIAL))
+    path.write_text('{"reason": "", "defin')  # cut short: converted again, and rewritten
+    again = GigatokenBackend(model_proto=model_bytes, processor=processor)
+    assert _lists(again.encode_batch(ADVERSARIAL)) == _lists(fresh.encode_batch(ADVERSARIAL))
+    assert json.loads(path.read_text())["definition"] == tokenizer_json(processor)
+    monkeypatch.setenv("PILEPACK_CACHE_DIR", str(path))  # a file: the cache cannot be written
+    GigatokenBackend(model_proto=model_bytes, processor=processor)
+    assert gigatoken_backend.cache_directory().startswith(str(path))

@@ -2,7 +2,13 @@ import random
 
 import pytest
 
-from tokenizer.boundaries import BoundaryRules, boundary_rules, cut_text, word_pattern
+from tokenizer.boundaries import (
+    BoundaryRules,
+    boundary_rules,
+    cut_at_spaces,
+    cut_text,
+    word_pattern,
+)
 
 
 def test_cut_text_docstring_example():
@@ -29,15 +35,39 @@ def test_cut_text_rejects_tiny_limits():
         cut_text("abc", max_bytes=3)
 
 
-def test_cut_text_pieces_fit_and_concatenate_back():
-    rng = random.Random(0)
+def _random_texts(seed: int, count: int):
+    """(text, limit) pairs over an alphabet of spaces, U+2581, tabs, CJK, emoji and digits."""
+    rng = random.Random(seed)
     alphabet = "ab  \t\n▁中😀0"
-    for _ in range(200):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 300)))
-        limit = rng.randrange(4, 40)
+    for _ in range(count):
+        yield ("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 300))),
+               rng.randrange(4, 40))
+
+
+def test_cut_text_pieces_fit_and_concatenate_back():
+    for text, limit in _random_texts(0, 200):
         pieces = cut_text(text, max_bytes=limit)
         assert "".join(pieces) == text
         assert all(0 < len(p.encode()) <= limit for p in pieces)
+
+
+def test_cut_at_spaces_docstring_example_and_short_texts():
+    assert cut_at_spaces("abcdefg hi", max_bytes=4) == ["abcdefg", " hi"]
+    assert cut_at_spaces("ab cd", max_bytes=5) == ["ab cd"]
+    assert cut_at_spaces("", max_bytes=5) == []
+
+
+def test_cut_at_spaces_cuts_only_before_a_space_run_after_a_non_space():
+    for text, limit in _random_texts(1, 300):
+        pieces = cut_at_spaces(text, max_bytes=limit)
+        assert "".join(pieces) == text
+        for before, after in zip(pieces, pieces[1:]):
+            assert after[0] in " \u2581" and before[-1] not in " \u2581", (before, after)
+        # A piece over the limit has no boundary within the limit to cut at.
+        for piece in pieces:
+            if len(piece.encode()) > limit:
+                assert cut_at_spaces(piece, max_bytes=limit) == [piece] or \
+                    len(cut_at_spaces(piece, max_bytes=limit)[0].encode()) > limit
 
 
 def test_boundary_rules_detect_spanning_pieces():

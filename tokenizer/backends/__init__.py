@@ -76,9 +76,17 @@ def open_backend(requested: str, *, model_proto: bytes, num_threads: int = 1,
     raise AssertionError("the sentencepiece backend encodes every model")
 
 
+# Long documents are encoded by the reference in pieces of about this size, cut where no piece
+# can span (same ids): a 1.25 MB document takes 2.5x less time than whole (BENCHMARKS.md).
+REFERENCE_CUT_BYTES = 16384
+
+
 def reference_backend(*, model_proto: bytes, num_threads: int = 1,
                       processor: spm.SentencePieceProcessor | None = None) -> EncoderBackend:
     """The SentencePiece library itself (plain ``processor.encode``, no word cache) through
-    the documented encoding: what the guard and ``roundtrip --check_ids`` compare with."""
+    the documented encoding: what the guard and ``roundtrip --check_ids`` compare with. Long
+    texts go through in pieces cut at space-word boundaries, where the model's pieces cannot
+    span (checked on its vocabulary), so the ids are ``processor.encode``'s of the whole."""
     return SentencePieceBackend(model_proto=model_proto, processor=processor,
-                                num_threads=num_threads, word_cache=False)
+                                num_threads=num_threads, word_cache=False,
+                                cut_bytes=REFERENCE_CUT_BYTES)

@@ -13,9 +13,12 @@ SentencePiece on ``PROBES`` when it loads.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import itertools
 import json
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -104,6 +107,45 @@ def tokenizer_json(processor: spm.SentencePieceProcessor) -> str:
     }, ensure_ascii=False)
 
 
+# Bump when tokenizer_json or unsupported_reason change: cached conversions are keyed by it.
+CONVERSION_VERSION = 1
+
+
+def cache_directory() -> str:
+    """Where converted models are kept: ``$PILEPACK_CACHE_DIR``, else ``~/.cache/pilepack``."""
+    root = os.environ.get("PILEPACK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pilepack")
+    return os.path.join(root, "gigatoken")
+
+
+def _converted(model_proto: bytes, processor: spm.SentencePieceProcessor, *,
+               version: str) -> tuple[str, str]:
+    """(``unsupported_reason``, ``tokenizer_json``) of a model, from this machine's cache when
+    an earlier load converted it (the conversion is ~0.4 s of Python per load; reading it back
+    ~10 ms). The key is the model's sha256, gigatoken's version and ``CONVERSION_VERSION``; the
+    loaded backend is still compared with SentencePiece on ``PROBES``, and the guard checks it
+    while running. A cache that cannot be read or written is only a slower load."""
+    key = hashlib.sha256(model_proto).hexdigest()
+    path = os.path.join(cache_directory(), f"{key}-{version}-v{CONVERSION_VERSION}.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            cached = json.load(handle)
+        return cached["reason"], cached["definition"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    reason = unsupported_reason(model_proto, processor)
+    definition = "" if reason else tokenizer_json(processor)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        partial = f"{path}.{os.getpid()}.{threading.get_ident()}.partial"
+        with open(partial, "w", encoding="utf-8") as handle:
+            json.dump({"reason": reason, "definition": definition}, handle)
+        os.replace(partial, path)  # atomic: a reader never sees half a file
+    except OSError:
+        pass
+    return reason, definition
+
+
 class GigatokenBackend(EncoderBackend):
     """Thread-safe: one instance may serve several threads at once."""
 
@@ -127,11 +169,11 @@ class GigatokenBackend(EncoderBackend):
             from gigatoken.gigatoken_rs import load_hf_json
         except ImportError as err:
             raise BackendUnavailable(f"gigatoken is not installed ({err})") from None
-        reason = unsupported_reason(model_proto, self._processor)
+        self.version = importlib.metadata.version("gigatoken")
+        reason, definition = _converted(model_proto, self._processor, version=self.version)
         if reason:
             raise BackendUnavailable(reason)
-        self.version = importlib.metadata.version("gigatoken")
-        self._tokenizer = load_hf_json(tokenizer_json(self._processor))
+        self._tokenizer = load_hf_json(definition)
         self._threads = num_threads or usable_cores()
         self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
         # Control pieces' texts: gigatoken's own converter would match them in text, this

@@ -15,6 +15,7 @@ import numpy as np
 import sentencepiece as spm
 
 from tokenizer.backends.base import EncoderBackend
+from tokenizer.boundaries import cut_at_spaces
 from tokenizer.id_store import TOKEN_DTYPE
 
 NAME = "sentencepiece"
@@ -27,12 +28,17 @@ class SentencePieceBackend(EncoderBackend):
     version = importlib.metadata.version("sentencepiece")
 
     def __init__(self, *, model_proto: bytes, processor: spm.SentencePieceProcessor | None = None,
-                 num_threads: int = 1, word_cache: bool = True):
+                 num_threads: int = 1, word_cache: bool = True, cut_bytes: int = 0):
         """Args:
           model_proto: A serialized SentencePiece model.
           processor: The model's processor, when the caller already has one.
           num_threads: SentencePiece threads per batch; 0 = every core this process may use.
           word_cache: Encode through ``CachedEncoder`` (same ids, faster on natural text).
+          cut_bytes: Without the word cache, encode a text longer than this in pieces cut at
+            space-word boundaries (``tokenizer.boundaries.cut_at_spaces``): the same ids,
+            since no piece spans such a boundary, and far faster on long documents (the
+            library's BPE slows down with the input's length); 0 = never, and never for a
+            model whose pieces could span one (``tokenizer.encoder.plan_fast_path``).
         """
         from tokenizer.encoder import CachedEncoder, processor_from_bytes, usable_cores
 
@@ -43,6 +49,12 @@ class SentencePieceBackend(EncoderBackend):
         super().__init__(processor=processor or processor_from_bytes(model_proto))
         self._threads = num_threads or usable_cores()
         self.releases_gil = not word_cache
+        self._cut_bytes = 0
+        if cut_bytes and not word_cache:
+            from tokenizer.encoder import plan_fast_path
+
+            rules, _ = plan_fast_path(self._processor, model_proto)
+            self._cut_bytes = cut_bytes if rules is not None else 0
 
     @property
     def fallback_reason(self) -> str:
@@ -52,5 +64,18 @@ class SentencePieceBackend(EncoderBackend):
     def _encode_plain(self, texts: list[str]) -> list[np.ndarray]:
         if self._cached is not None:
             return self._cached.encode_batch(texts)
+        if self._cut_bytes and any(len(text) > self._cut_bytes // 4 for text in texts):
+            return self._encode_cut(texts)
         encoded = self._processor.encode(texts, num_threads=self._threads, out_type="numpy")
         return [ids.astype(TOKEN_DTYPE, copy=False) for ids in encoded]
+
+    def _encode_cut(self, texts: list[str]) -> list[np.ndarray]:
+        pieces = [cut_at_spaces(text, max_bytes=self._cut_bytes) for text in texts]
+        flat = [piece for parts in pieces for piece in parts]
+        encoded = iter(self._processor.encode(flat, num_threads=self._threads, out_type="numpy"))
+        out = []
+        for parts in pieces:
+            ids = [next(encoded) for _ in parts]
+            out.append(np.concatenate(ids).astype(TOKEN_DTYPE, copy=False) if ids
+                       else np.zeros(0, TOKEN_DTYPE))
+        return out
