@@ -16,17 +16,16 @@ from pipeline.mixture import BeforeMixture
 from pipeline.pack import PackedChunk
 from pipeline.shard_plan import PartInfo, part_path
 from pipeline.subset_stats import summed
-from schemas.records import TOKENS, RecordSpec, frame_tfrecord, serialize_example
+from schemas.records import TOKENS, RecordSpec, frame_examples
 
 CHUNK_STATS = "chunk_stats"
 SUBSET_METRICS = "pilepack.subsets"  # Beam counters "<pile_set_name>/<documents|bytes|tokens>"
 
 
-def framed_records(features: dict, spec: RecordSpec):
-    """Yield each record's TFRecord frame (one bytes object per record, no per-token work)."""
-    for i in range(len(features[TOKENS])):
-        yield frame_tfrecord(serialize_example({name: rows[i] for name, rows in features.items()},
-                                               spec))
+def framed_records(features: dict, spec: RecordSpec) -> bytes:
+    """Every record of a packed chunk, serialized and framed, as one bytes object (numpy:
+    no per-record Python serialization; ``schemas.records.frame_examples``)."""
+    return frame_examples(features, spec)
 
 
 def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...]:
@@ -38,13 +37,11 @@ def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...
 def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: int) -> PartInfo:
     relative = part_path(file_index=chunk.file_index, chunk_index=chunk.chunk_index,
                          epoch=chunk.epoch)
-    size = 0
+    data = framed_records(chunk.features, spec)
     with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
-        for frame in framed_records(chunk.features, spec):
-            handle.write(frame)
-            size += len(frame)
+        handle.write(data)
     return PartInfo(file_index=chunk.file_index, chunk_index=chunk.chunk_index, path=relative,
-                    records=len(chunk.features[TOKENS]), bytes=size,
+                    records=len(chunk.features[TOKENS]), bytes=len(data),
                     padded=padded_records(chunk.features, pad_id=pad_id), epoch=chunk.epoch)
 
 

@@ -13,6 +13,7 @@ from schemas.records import (
     TOKENS,
     RecordSpec,
     decode_feature,
+    frame_examples,
     frame_tfrecord,
     index_dtype_for_seq_len,
     iter_tfrecord_frames,
@@ -181,3 +182,18 @@ def test_record_spec_layout():
 def test_record_spec_validation(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RecordSpec(**kwargs)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_frame_examples_equals_framing_each_record(spec):
+    rng = np.random.default_rng(3)
+    rows = 37
+    features = {name: rng.integers(0, 60000, size=(rows, spec.record_len)).astype(dtype)
+                for name, dtype in spec.feature_dtypes().items()}
+    expected = b"".join(
+        frame_tfrecord(serialize_example({name: f[i] for name, f in features.items()}, spec))
+        for i in range(rows))
+    assert frame_examples(features, spec) == expected
+    assert frame_examples({name: f[:0] for name, f in features.items()}, spec) == b""
+    with pytest.raises(ValueError, match="shape"):
+        frame_examples({name: f[:, 1:] for name, f in features.items()}, spec)
