@@ -36,6 +36,7 @@ import apache_beam as beam
 import numpy as np
 
 from common.errors import DataError
+from pipeline.coders import register
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec
 
 
@@ -140,6 +141,7 @@ def epochs(documents: Sequence[np.ndarray], repeats: Sequence[int]):
         yield epoch, [doc for doc, count in zip(documents, repeats) if count > epoch]
 
 
+@register
 @dataclasses.dataclass(frozen=True)
 class PackedChunk:
     file_index: int
@@ -150,6 +152,9 @@ class PackedChunk:
     epoch: int = 0  # copy number of the chunk's documents (pipeline.mixture)
     before: dict | None = None  # subset stats before the mixture's copies (epoch 0 only)
     input_offset: int = 0  # see pipeline.read.Chunk
+
+    def approx_bytes(self) -> int:
+        return sum(array.nbytes for array in self.features.values())
 
 
 class _PackFn(beam.DoFn):
@@ -193,4 +198,4 @@ class Pack(beam.PTransform):
         self._fn = _PackFn(spec=spec, eos_id=eos_id, pad_id=pad_id, last_record=last_record)
 
     def expand(self, chunks):
-        return chunks | "PackRecords" >> beam.ParDo(self._fn)
+        return chunks | "PackRecords" >> beam.ParDo(self._fn).with_output_types(PackedChunk)

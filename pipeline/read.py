@@ -22,6 +22,7 @@ import zstandard
 from common import storage
 from common.errors import DataError
 from pipeline import decode, parse
+from pipeline.coders import register
 from pipeline.config import ReadConfig
 from pipeline.inputs import InputFile, check_unchanged
 
@@ -33,6 +34,7 @@ class BadInputError(DataError):
     """Raised with --on_bad_record=fail; the message names file, line and the fix."""
 
 
+@register
 @dataclasses.dataclass(frozen=True)
 class Chunk:
     file_index: int
@@ -42,6 +44,9 @@ class Chunk:
     repeats: tuple[int, ...] = ()
     # Compressed bytes of the input file read when the chunk was closed (progress and ETA).
     input_offset: int = 0
+
+    def approx_bytes(self) -> int:
+        return sum(document.text_bytes for document in self.documents)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +88,7 @@ class ReadStats:
         self.filtered_by_subset.update(other.filtered_by_subset)
 
 
+@register
 @dataclasses.dataclass(frozen=True)
 class RawChunk:
     """Consecutive lines of one file, not yet parsed: what Read hands to any worker.
@@ -99,6 +105,9 @@ class RawChunk:
     data: bytes  # the contents, concatenated (zstd-compressed if ``compressed``)
     input_offset: int = 0  # see Chunk
     compressed: bool = False
+
+    def approx_bytes(self) -> int:
+        return len(self.data) + 24 * len(self.numbers)
 
     @classmethod
     def of_lines(cls, file_index: int, chunk_index: int, lines: list, *,
@@ -323,13 +332,14 @@ class ReadDocuments(beam.PTransform):
     def expand(self, files):
         # Compressed only when chunks move between workers: fused, it would be wasted work.
         fn = _ReadLinesFn(self._config, compress=self._fanout)
-        read = files | "ReadLines" >> beam.ParDo(fn).with_outputs(
+        read = files | "ReadLines" >> beam.ParDo(fn).with_output_types(RawChunk).with_outputs(
             DEAD_LETTERS, READ_STATS, main="raw")
         raw = read.raw
         if self._fanout:  # any worker may take any chunk, in any order and bundle
             raw = raw | "FanOut" >> beam.Reshuffle()
         parsed = raw | "Parse" >> beam.ParDo(
-            _ParseChunkFn(self._config, self._paths, self._selection)).with_outputs(
+            _ParseChunkFn(self._config, self._paths, self._selection)).with_output_types(
+            Chunk).with_outputs(
             DEAD_LETTERS, READ_STATS, main="chunks")
         return {
             "chunks": parsed.chunks,

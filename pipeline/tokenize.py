@@ -37,6 +37,7 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
+from pipeline.coders import register
 from pipeline.read import Chunk
 from pipeline.subset_stats import SubsetStats
 from tokenizer import pool_worker
@@ -48,6 +49,7 @@ ENCODER_STATS = "encoder_stats"
 log = logging.getLogger("pilepack")
 
 
+@register
 @dataclasses.dataclass(frozen=True)
 class TokenizedChunk:
     file_index: int
@@ -57,6 +59,9 @@ class TokenizedChunk:
     repeats: tuple[int, ...] = ()  # the chunk's copies per document (pipeline.mixture)
     before: dict | None = None  # subset stats before the mixture's copies (pipeline.mixture)
     input_offset: int = 0  # see pipeline.read.Chunk
+
+    def approx_bytes(self) -> int:
+        return sum(ids.nbytes for ids in self.documents)
 
 
 def subset_stats(chunk: Chunk, token_arrays, *, lossless_space_symbol: bool = True,
@@ -210,5 +215,6 @@ class Tokenize(beam.PTransform):
                                file_paths=file_paths)
 
     def expand(self, chunks):
-        return chunks | "Encode" >> beam.ParDo(self._fn).with_outputs(ENCODER_STATS,
+        return chunks | "Encode" >> beam.ParDo(self._fn).with_output_types(
+            TokenizedChunk).with_outputs(ENCODER_STATS,
                                                                        main="chunks")

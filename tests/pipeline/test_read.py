@@ -265,3 +265,18 @@ def test_compressed_raw_chunks_give_the_same_lines(tmp_path):
     assert [(c.chunk_index, c.numbers, c.offsets) for c in packed] == [
         (c.chunk_index, c.numbers, c.offsets) for c in plain]
     assert sum(len(c.data) for c in packed) < sum(len(c.data) for c in plain) / 2
+
+
+def test_chunks_are_sized_without_being_serialized():
+    # Beam sizes sampled elements with their coder; ChunkCoder asks the chunk itself.
+    import apache_beam as beam
+
+    from pipeline.coders import ChunkCoder
+
+    raw = read.RawChunk(0, 0, (1, 2), (0, 4), (3, 5), b"abcdefgh")
+    chunk = Chunk(0, 0, (read.parse.Document("héllo", "A", 1, 6),))
+    for value, size in ((raw, 8 + 48), (chunk, 6)):
+        coder = beam.coders.registry.get_coder(type(value))
+        assert isinstance(coder, ChunkCoder)
+        assert coder.get_impl().estimate_size(value) == size
+        assert coder.decode(coder.encode(value)) == value
