@@ -37,7 +37,7 @@ from pipeline.inputs import InputFile
 # multi_processing DirectRunner workers on one 94 MB-of-text file, the whole process tree's CPU
 # time (so other jobs on the machine do not change it), median of interleaved reps. "auto" is
 # the fast backend's figure (it falls back to sentencepiece when that cannot be exact).
-TEXT_MB_PER_CORE_SECOND = {"auto": 6.42, "gigatoken": 6.42, "sentencepiece": 3.63}
+TEXT_MB_PER_CORE_SECOND = {"auto": 6.50, "gigatoken": 6.50, "sentencepiece": 3.63}
 THROUGHPUT_SOURCE = ("python -m bench.scaling_bench, 2 workers, 50 MB Pile-format corpus x 2, "
                      "32k BPE; BENCHMARKS.md 'Scaling out on one file'")
 _MACHINE_CORES = (re.compile(r"^(?:[a-z0-9]+-)?custom-(\d+)-\d+(?:-ext)?$"),  # custom-8-32768
