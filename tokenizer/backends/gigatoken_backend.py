@@ -182,7 +182,10 @@ class GigatokenBackend(EncoderBackend):
         self.special_strings += tuple(sorted(
             sp.id_to_piece(i) for i in range(sp.get_piece_size()) if sp.is_control(i)))
         probes = list(LOSSLESS_PROBES) + list(PROBES)
-        for probe, ids in zip(probes, self._encode_plain(probes)):
+        # In this thread, not the pool's: a freshly loaded tokenizer's first calls made from
+        # two threads at once can fail with "RuntimeError: Already borrowed" (seen once in
+        # ~10 runs of a loaded test); once these probes have run, concurrent calls are safe.
+        for probe, ids in zip(probes, self._encode_slice(probes)):
             if ids.tolist() != self._processor.encode(probe):
                 raise BackendUnavailable(f"gigatoken {self.version} differs from SentencePiece "
                                          f"on {probe[:40]!r} with this model")
