@@ -14,19 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from apache_beam import coders
-from apache_beam.coders import coder_impl
 
 # What Beam codes such elements with by default (its fallback for unknown types); only the
 # size estimate differs.
 _PICKLE = coders.PickleCoder()
 
 
-def _size(value) -> int:
-    return value.approx_bytes()
-
-
 class ChunkCoder(coders.Coder):
-    """Beam's PickleCoder, sized by ``approx_bytes()``; not deterministic (never a key)."""
+    """Beam's PickleCoder, sized by ``approx_bytes()``; not deterministic (never a key).
+    Beam's default ``CoderImpl`` calls these three methods."""
 
     def encode(self, value) -> bytes:
         return _PICKLE.encode(value)
@@ -35,23 +31,10 @@ class ChunkCoder(coders.Coder):
         return _PICKLE.decode(encoded)
 
     def estimate_size(self, value) -> int:
-        return _size(value)
-
-    def _create_impl(self):
-        impl = _PICKLE.get_impl()
-        return coder_impl.CallbackCoderImpl(impl.encode, impl.decode, _size)
-
-    def is_deterministic(self) -> bool:
-        return False
+        return value.approx_bytes()
 
     def to_type_hint(self):
         return Any
-
-    def __eq__(self, other):
-        return type(self) is type(other)
-
-    def __hash__(self):
-        return hash(type(self))
 
 
 def register(cls: type) -> type:

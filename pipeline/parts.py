@@ -22,12 +22,6 @@ CHUNK_STATS = "chunk_stats"
 SUBSET_METRICS = "pilepack.subsets"  # Beam counters "<pile_set_name>/<documents|bytes|tokens>"
 
 
-def framed_records(features: dict, spec: RecordSpec) -> bytes:
-    """Every record of a packed chunk, serialized and framed, as one bytes object (numpy:
-    no per-record Python serialization; ``schemas.records.frame_examples``)."""
-    return frame_examples(features, spec)
-
-
 def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...]:
     """(record index, padding tokens) of every record holding padding."""
     pads = (features[TOKENS] == pad_id).sum(axis=1)
@@ -37,7 +31,7 @@ def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...
 def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: int) -> PartInfo:
     relative = part_path(file_index=chunk.file_index, chunk_index=chunk.chunk_index,
                          epoch=chunk.epoch)
-    data = framed_records(chunk.features, spec)
+    data = frame_examples(chunk.features, spec)  # every record framed, as one bytes object
     with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
         handle.write(data)
     return PartInfo(file_index=chunk.file_index, chunk_index=chunk.chunk_index, path=relative,

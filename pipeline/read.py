@@ -200,19 +200,15 @@ def parse_chunk(raw: RawChunk, *, path: str, config: ReadConfig,
 
 def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLetter | ReadStats]:
     """Stream one file; yield Chunks and DeadLetters in file order, then its ReadStats."""
-    stats, counted = None, []
+    parsed = ReadStats(file_index=file.index, path=file.path)  # every chunk's counts
     for item in read_lines(file, config=config):
         if isinstance(item, RawChunk):
-            parsed = ReadStats(file_index=file.index, path=file.path)
             yield from parse_chunk(item, path=file.path, config=config, stats=parsed)
-            counted.append(parsed)
-        elif isinstance(item, ReadStats):
-            stats = item
+        elif isinstance(item, ReadStats):  # the last item: the file's lines and format
+            item.merge(parsed)
+            yield item
         else:
             yield item
-    for parsed in counted:
-        stats.merge(parsed)
-    yield stats
 
 
 def _position(raw) -> int:
@@ -256,8 +252,8 @@ class _ReadLinesFn(beam.DoFn):
 
             # Reading is serial; compressing in threads (without the GIL) uses this
             # worker's other cores meanwhile.
-            self._pool = concurrent.futures.ThreadPoolExecutor(usable_cores())
             self._threads = usable_cores()
+            self._pool = concurrent.futures.ThreadPoolExecutor(self._threads)
 
     def process(self, file: InputFile):
         pending = collections.deque()

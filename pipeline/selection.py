@@ -1,22 +1,19 @@
-"""What the main pipeline's Read keeps: the pre-pass's drops, and each document's copies.
+"""What the main pipeline's Parse keeps: the pre-pass's drops, and each document's copies.
 
-``Selection.apply_chunk`` applies it to one chunk (``select`` to ``pipeline.read.read_file``'s
-output for one input file). A file's decision file (``pipeline.quality_files``) is loaded once
-per worker; a document listed there is filtered with its reason (``duplicate``,
-``contaminated``). With mixture weights each remaining document gets its repeat count
-(``pipeline.mixture``); a count of 0 is filtered as ``mixture`` but stays in its chunk, so that
-it is tokenized once and counted in the mixture's "before" totals without being written.
-The chunk's ``ReadStats`` is corrected so that ``read = written + filtered + rejected`` still
-holds, and counts each reason per subset.
+``Selection.apply_chunk`` applies it to one chunk. A file's decision file
+(``pipeline.quality_files``) is loaded once per worker; a document listed there is filtered
+with its reason (``duplicate``, ``contaminated``). With mixture weights each remaining
+document gets its repeat count (``pipeline.mixture``); a count of 0 is filtered as
+``mixture`` but stays in its chunk, so that it is tokenized once and counted in the mixture's
+"before" totals without being written. The chunk's ``ReadStats`` is corrected so that
+``read = written + filtered + rejected`` still holds, and counts each reason per subset.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
 
 from pipeline import mixture
-from pipeline.inputs import InputFile
 from pipeline.quality_files import MIXTURE, Decisions
 from pipeline.read import Chunk, ReadStats
 
@@ -61,19 +58,3 @@ class Selection:
         return dataclasses.replace(chunk, documents=tuple(kept),
                                    repeats=tuple(repeats) if self.weights else ())
 
-
-def select(file: InputFile, items, *, selection: Selection) -> Iterator:
-    """``read_file(file, ...)``'s items with the selection applied (see the module doc)."""
-    del file  # each chunk names its file
-    decisions: dict[int, Decisions] = {}
-    dropped = ReadStats(file_index=-1, path="")
-    for item in items:
-        if isinstance(item, Chunk):
-            kept = selection.apply_chunk(item, dropped, decisions=decisions)
-            if kept is not None:
-                yield kept
-        elif isinstance(item, ReadStats):
-            item.merge(dropped)
-            yield item
-        else:
-            yield item

@@ -1,5 +1,6 @@
 """selection.py: drops from the decision file, repeat counts, and ReadStats that still add up
-(read = written + filtered + rejected), on read_file's output for a generated file."""
+(read = written + filtered + rejected), applied chunk by chunk to read_file's output for a
+generated file."""
 
 import collections
 
@@ -8,14 +9,29 @@ from pipeline import mixture, quality_files
 from pipeline.config import ReadConfig
 from pipeline.inputs import expand_inputs
 from pipeline.read import Chunk, ReadStats, read_file
-from pipeline.selection import Selection, select
+from pipeline.selection import Selection
+
+
+def select(items, *, selection: Selection):
+    """``read_file``'s items with the selection applied to each chunk, as Parse does, and the
+    file's ReadStats corrected by the chunks' drops."""
+    decisions, dropped = {}, ReadStats(file_index=-1, path="")
+    for item in items:
+        if isinstance(item, Chunk):
+            kept = selection.apply_chunk(item, dropped, decisions=decisions)
+            if kept is not None:
+                yield kept
+        else:
+            if isinstance(item, ReadStats):
+                item.merge(dropped)
+            yield item
 
 
 def _read(tmp_path, selection):
     docs = [pile_doc(f"document {n}", "A" if n % 2 else "B") for n in range(1, 13)]
     write_jsonl(tmp_path / "in.jsonl", docs[:5] + [b"{broken"] + docs[5:])  # line 6 rejected
     (file,) = expand_inputs(str(tmp_path / "in.jsonl"))
-    items = list(select(file, read_file(file, config=ReadConfig(chunk_bytes=1024)),
+    items = list(select(read_file(file, config=ReadConfig(chunk_bytes=1024)),
                         selection=selection))
     chunks = [i for i in items if isinstance(i, Chunk)]
     (stats,) = [i for i in items if isinstance(i, ReadStats)]

@@ -11,10 +11,10 @@ import pytest
 import tensorflow as tf
 
 from pipeline.pack import PackedChunk, PackStats
-from pipeline.parts import framed_records, write_part
+from pipeline.parts import write_part
 from pipeline.shard_plan import plan_shards, records_per_shard
 from pipeline.write import WriteShards, assemble_shard
-from schemas.records import RecordSpec, frame_bytes
+from schemas.records import RecordSpec, frame_bytes, frame_examples
 from schemas.records_tf import parse_records
 
 
@@ -46,7 +46,7 @@ def test_shards_hold_one_size_and_parse_with_tensorflow(tmp_path):
     records[-1, 20:] = 0  # and of the second
     chunks = [_chunk(0, 0, records[:60]), _chunk(1, 0, records[60:])]
     infos = _write(tmp_path, chunks, spec, shard_bytes=4096)
-    frame = len(framed_records({"tokens": records[:1]}, spec))
+    frame = len(frame_examples({"tokens": records[:1]}, spec))
     assert frame == frame_bytes(spec)
     assert all(info.bytes <= 4096 for info in infos)
     assert all(info.bytes > 4096 - frame for info in infos[:-1])  # full but for one record
