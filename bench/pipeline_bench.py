@@ -2,11 +2,14 @@
 
     python -m bench.pipeline_bench [--corpus=GLOB] [--tokenizer_model=PATH] [--reps=3]
                                    [--variants=default,sentencepiece,...] [--rss_scaling]
+                                   [--copies=1]
 
 A: the raw encoder alone, at its best: every document's text already in memory, encoded by
-   ``SentencePieceProcessor.encode(texts, num_threads=cores)`` (no I/O, no Beam) two ways --
-   whole documents, and documents cut at safe word boundaries into <= 64 KiB pieces (same ids,
-   1.3-1.6x faster: BPE slows down on long inputs) -- and the faster of the two is the baseline.
+   ``SentencePieceProcessor.encode(texts, num_threads=cores)`` (no I/O, no Beam) three ways --
+   whole documents; documents cut at safe word boundaries into <= 64 KiB pieces (same ids,
+   1.3-1.6x faster: BPE slows down on long inputs); and those pieces in batches of ~4 MiB, each
+   batch's ids dropped once counted (flat memory on a large corpus) -- and the fastest is the
+   baseline.
 B: the full pipeline (DirectRunner, same model via --tokenizer_model, same cores): read,
    decompress, parse, tokenize, pack, serialize, write shards, manifest; once per variant
    (``VARIANTS``: the default options, and one flag changed in each of the others).
@@ -17,7 +20,10 @@ taken over the same span). Memory is the peak of the RSS summed over the
 child's whole process tree (the run and every process it starts: encoder processes
 included), polled every 20 ms with psutil. The report gives text MB/s and tokens/s of each,
 each variant's median ratio B/A, and its peak tree memory. ``--rss_scaling`` also runs the
-default pipeline on one file and on four copies of it and reports both peaks.
+default pipeline on one file and on four copies of it and reports both peaks. ``--copies=N``
+measures both sides on N copies of every corpus file (the same documents N times: neither side
+keeps a word cache from one call to the next, so a copy costs what new text does), to show the
+ratio once the pipeline's fixed cost per run is spread over more input.
 
 Default corpus: the built-in sample; the figures in BENCHMARKS.md come from a 50 MB
 Pile-format corpus: ``--corpus="$DEV/0*.jsonl.zst"``.
@@ -68,6 +74,7 @@ class Options:
     variants: tuple[str, ...] = flag(
         ("default",), help=f"comma list of pipeline variants run each rep: {', '.join(VARIANTS)}")
     rss_scaling: bool = flag(False, help="also compare peak memory on one file and four copies")
+    copies: int = flag(1, help="measure both sides on this many copies of every corpus file")
 
 
 def child_encoder(corpus: str, model: str, threads: int) -> dict:
@@ -85,10 +92,35 @@ def child_encoder(corpus: str, model: str, threads: int) -> dict:
     cut_ids = sp.encode(pieces, num_threads=threads)
     cut, cut_cpu = time.perf_counter() - started, _cpu() - cpu
     assert sum(map(len, cut_ids)) == sum(map(len, ids)), "cutting changed the encoding"
-    return {"seconds": min(whole, cut), "whole_seconds": whole, "cut_seconds": cut,
-            "cpu_seconds": whole_cpu if whole < cut else cut_cpu,
+    del cut_ids
+    # Cut, and encoded a batch at a time, each batch's ids dropped once counted: memory stays
+    # flat however large the corpus (the two forms above hold every id as a Python int).
+    started, cpu = time.perf_counter(), _cpu()
+    batched_tokens = sum(len(piece_ids) for batch in _batches(pieces, BATCH_CHARS)
+                         for piece_ids in sp.encode(batch, num_threads=threads))
+    batched, batched_cpu = time.perf_counter() - started, _cpu() - cpu
+    assert batched_tokens == sum(map(len, ids)), "batching changed the encoding"
+    best = min((whole, whole_cpu), (cut, cut_cpu), (batched, batched_cpu))
+    return {"seconds": best[0], "whole_seconds": whole, "cut_seconds": cut,
+            "batched_seconds": batched, "cpu_seconds": best[1],
             "text_bytes": sum(len(t.encode()) for t in texts),
             "tokens": sum(map(len, ids)) + len(ids)}  # + one EOS per document, as written
+
+
+BATCH_CHARS = 4 << 20  # the baseline's batches: about the pipeline's --chunk_bytes
+
+
+def _batches(pieces: list[str], chars: int):
+    """``pieces`` in consecutive runs of about ``chars`` characters."""
+    batch, size = [], 0
+    for piece in pieces:
+        batch.append(piece)
+        size += len(piece)
+        if size >= chars:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def child_pipeline(corpus: str, model: str, threads: int, output: str,
@@ -123,6 +155,18 @@ def _spawn(kind: str, **kwargs) -> dict:
     result = json.loads(output.strip().splitlines()[-1])
     result["peak_tree_mb"] = peak_mb
     return result
+
+
+def _copied(corpus: str, *, copies: int, directory: str) -> str:
+    """A directory holding ``copies`` copies of every file of ``corpus``."""
+    from pipeline.inputs import expand_inputs
+
+    os.makedirs(directory)
+    for file in expand_inputs(corpus):
+        for copy in range(copies):
+            name = f"{copy:02d}-{os.path.basename(file.path)}"
+            shutil.copy(file.path, os.path.join(directory, name))
+    return directory
 
 
 def _cpu() -> float:
@@ -164,8 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown --variants {unknown}; choose from {', '.join(VARIANTS)}")
     corpus = corpus_spec(options.corpus)
+    if options.copies < 1:
+        raise SystemExit(f"--copies={options.copies} must be at least 1")
     workdir = tempfile.mkdtemp(prefix="pilepack-bench-")
     try:
+        if options.copies > 1:
+            corpus = _copied(corpus, copies=options.copies, directory=os.path.join(workdir, "in"))
         model = options.tokenizer_model or _ensure_model(corpus, workdir)
         rows = []
         for rep in range(options.reps):
@@ -175,11 +223,15 @@ def main(argv: list[str] | None = None) -> int:
                   for name in options.variants}
             rows.append((a, bs))
             print(f"rep {rep}: encoder whole docs {a['text_bytes'] / a['whole_seconds'] / 1e6:.2f}"
-                  f" MB/s, cut {a['text_bytes'] / a['cut_seconds'] / 1e6:.2f} MB/s; "
+                  f" MB/s, cut {a['text_bytes'] / a['cut_seconds'] / 1e6:.2f} MB/s, cut in "
+                  f"batches {a['text_bytes'] / a['batched_seconds'] / 1e6:.2f} MB/s; "
                   + "; ".join(f"{name} {b['text_bytes'] / b['seconds'] / 1e6:.2f} MB/s, ratio "
                               f"{a['seconds'] / b['seconds']:.3f}, tree {b['peak_tree_mb']:.0f} MB"
                               for name, b in bs.items()), flush=True)
-        report(rows, corpus=corpus, options=options)
+        shown = corpus_spec(options.corpus)
+        if options.copies > 1:
+            shown += f", {options.copies} copies"
+        report(rows, corpus=shown, options=options)
         if options.rss_scaling:
             rss_scaling(corpus, model, options.threads, workdir)
     finally:
@@ -232,7 +284,8 @@ def rss_scaling(corpus, model, threads, workdir) -> None:
     # The 3 extra copies' time: the pipeline's rate once its fixed cost is paid.
     extra = 3 * one["text_bytes"] / (four["seconds"] - one["seconds"]) / 1e6
     print(f"time: 1 file {one['seconds']:.2f} s, 4 copies {four['seconds']:.2f} s: "
-          f"{extra:.2f} MB/s on the 3 extra copies")
+          f"{extra:.2f} MB/s on the 3 extra copies; fixed cost (extrapolated to no input) "
+          f"{one['seconds'] - one['text_bytes'] / extra / 1e6:.2f} s")
 
 
 if __name__ == "__main__":

@@ -105,7 +105,11 @@ class _TokenizeFn(beam.DoFn):
         # Decided here, on the worker: its own cores, not the launching machine's.
         cores = usable_cores()
         workers = self._requested_processes or (cores if self._pool_if_auto else 1)
-        self._encoder = ChunkEncoder(model_proto=model, num_threads=1, **self._guard)
+        # A backend that releases the GIL encodes in this process's threads (below), while this
+        # thread parses, packs and writes: it must not hold the GIL meanwhile.
+        threaded = not self._requested_processes and (self._num_threads or workers) > 1
+        self._encoder = ChunkEncoder(model_proto=model, num_threads=1, gil_free=threaded,
+                                     **self._guard)
         backend = self._encoder.backend
         if self._encoder.reason:
             log.warning("encoder %s (--encoder=%s): %s", backend.name, self._guard["encoder"],

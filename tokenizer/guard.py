@@ -80,19 +80,22 @@ class ChunkEncoder:
     """A backend and its guard. Thread-safe when the backend is (``releases_gil``)."""
 
     def __init__(self, *, model_proto: bytes, encoder: str = "auto", num_threads: int = 1,
-                 check_every: int = 64, on_mismatch: str = "fail"):
+                 check_every: int = 64, on_mismatch: str = "fail", gil_free: bool = False):
         """Args:
           model_proto: A serialized SentencePiece model.
           encoder: ``--encoder``: auto, sentencepiece or gigatoken.
           num_threads: Threads per chunk; 0 = every core.
           check_every: Check 1 in this many documents (0: only those with special strings).
           on_mismatch: ``fail`` or ``fallback`` (see the module docstring).
+          gil_free: Other threads of this process run Python while it encodes (see
+            ``tokenizer.backends.open_backend``).
         """
         if on_mismatch not in ON_MISMATCH:
             raise ValueError(f"on_mismatch={on_mismatch!r} is not one of {ON_MISMATCH}")
         self._model_proto = model_proto
         self._num_threads = num_threads
-        opened = open_backend(encoder, model_proto=model_proto, num_threads=num_threads)
+        opened = open_backend(encoder, model_proto=model_proto, num_threads=num_threads,
+                              gil_free=gil_free)
         self.backend, self.reason = opened.backend, opened.reason
         cache_off = getattr(self.backend, "fallback_reason", "")
         if cache_off:

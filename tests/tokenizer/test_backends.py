@@ -67,6 +67,17 @@ def test_gigatoken_splits_a_batch_over_threads_without_changing_ids(model_bytes,
     assert _lists(threaded.encode_batch(texts)) == [processor.encode(t) for t in texts]
 
 
+def test_gigatoken_gil_free_batch_call_gives_the_same_ids(model_bytes, processor):
+    """The batch call (without the GIL; its speed is in BENCHMARKS.md) against the library."""
+    texts = ADVERSARIAL + WITH_SPACE_SYMBOL + stdlib_texts(skip=150, max_chars=300_000)
+    free = GigatokenBackend(model_proto=model_bytes, processor=processor, gil_free=True)
+    expected = [documented_encode(processor, t) for t in texts]
+    assert _lists(free.encode_batch(texts)) == expected
+    assert _lists(free.encode_batch(texts[:1])) == expected[:1]
+    assert free.encode_batch([]) == []
+    assert all(ids.dtype == np.int32 for ids in free.encode_batch(ADVERSARIAL))
+
+
 @pytest.mark.parametrize("word_cache", [True, False])
 def test_sentencepiece_backend_is_the_library(model_bytes, processor, word_cache):
     backend = SentencePieceBackend(model_proto=model_bytes, word_cache=word_cache)

@@ -46,7 +46,8 @@ class Opened:
 
 
 def open_backend(requested: str, *, model_proto: bytes, num_threads: int = 1,
-                 processor: spm.SentencePieceProcessor | None = None) -> Opened:
+                 processor: spm.SentencePieceProcessor | None = None,
+                 gil_free: bool = False) -> Opened:
     """Build the backend ``--encoder=requested`` names for this model.
 
     Args:
@@ -54,6 +55,8 @@ def open_backend(requested: str, *, model_proto: bytes, num_threads: int = 1,
       model_proto: A serialized SentencePiece model.
       num_threads: Threads each batch may use; 0 = every core.
       processor: The model's processor, when the caller already has one.
+      gil_free: The caller's other threads run Python while it encodes: a backend that can
+        encode on the caller's thread without the GIL does (see ``GigatokenBackend``).
 
     Raises:
       ConfigError: ``requested`` is unknown, or names a backend that cannot encode the model.
@@ -65,7 +68,7 @@ def open_backend(requested: str, *, model_proto: bytes, num_threads: int = 1,
     for name in names:
         try:
             backend = BACKENDS[name](model_proto=model_proto, num_threads=num_threads,
-                                     processor=processor)
+                                     processor=processor, gil_free=gil_free)
         except BackendUnavailable as err:
             if requested != AUTO:
                 raise ConfigError(f"--encoder={name} cannot encode this model: {err}; use "

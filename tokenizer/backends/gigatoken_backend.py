@@ -13,6 +13,7 @@ SentencePiece on ``PROBES`` when it loads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import itertools
@@ -153,11 +154,17 @@ class GigatokenBackend(EncoderBackend):
     releases_gil = True
 
     def __init__(self, *, model_proto: bytes, processor: spm.SentencePieceProcessor | None = None,
-                 num_threads: int = 1):
+                 num_threads: int = 1, gil_free: bool = False):
         """Args:
           model_proto: A serialized SentencePiece model.
           processor: The model's processor, when the caller already has one.
           num_threads: Threads per batch (the batch is split by bytes); 0 = every core.
+          gil_free: Encode on the caller's thread with gigatoken's batch call, which releases
+            the GIL, for a caller whose other threads run Python meanwhile. Without it, the
+            caller's thread encodes text by text: that holds the GIL but keeps gigatoken's word
+            cache from call to call (4x faster on words seen before; the batch call starts
+            each call cold). The backend's own threads (``num_threads`` > 1) always use the
+            batch call.
 
         Raises:
           BackendUnavailable: gigatoken is not installed, or not exact for this model.
@@ -175,6 +182,7 @@ class GigatokenBackend(EncoderBackend):
             raise BackendUnavailable(reason)
         self._tokenizer = load_hf_json(definition)
         self._threads = num_threads or usable_cores()
+        self._gil_free = gil_free
         self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
         # Control pieces' texts: gigatoken's own converter would match them in text, this
         # module's definition does not; the guard checks every document that holds one.
@@ -185,23 +193,36 @@ class GigatokenBackend(EncoderBackend):
         # In this thread, not the pool's: a freshly loaded tokenizer's first calls made from
         # two threads at once can fail with "RuntimeError: Already borrowed" (seen once in
         # ~10 runs of a loaded test); once these probes have run, concurrent calls are safe.
-        for probe, ids in zip(probes, self._encode_slice(probes)):
-            if ids.tolist() != self._processor.encode(probe):
-                raise BackendUnavailable(f"gigatoken {self.version} differs from SentencePiece "
-                                         f"on {probe[:40]!r} with this model")
+        # Both ways of calling it: text by text, and the batch call.
+        for batch in (False, True):
+            for probe, ids in zip(probes, self._encode_slice(probes, batch=batch)):
+                if ids.tolist() != self._processor.encode(probe):
+                    raise BackendUnavailable(
+                        f"gigatoken {self.version} differs from SentencePiece on {probe[:40]!r} "
+                        "with this model")
 
     def _encode_plain(self, texts: list[str]) -> list[np.ndarray]:
         if self._pool is None or len(texts) < 2:
-            return self._encode_slice(texts)
+            return self._encode_slice(texts, batch=self._gil_free or self._pool is not None)
         slices = _balanced_slices(texts, self._threads)
-        return [ids for part in self._pool.map(self._encode_slice, slices) for ids in part]
+        encode = functools.partial(self._encode_slice, batch=True)
+        return [ids for part in self._pool.map(encode, slices) for ids in part]
 
-    def _encode_slice(self, texts: list[str]) -> list[np.ndarray]:
-        # One call per document, each returning a numpy array without the GIL: measured as
-        # fast as gigatoken's batch call, whose awkward-array result costs an import (~0.3 s)
-        # and a conversion. uint32 -> int32: ids < 2**31.
+    def _encode_slice(self, texts: list[str], *, batch: bool) -> list[np.ndarray]:
+        # uint32 -> int32: ids < 2**31.
         encode = self._tokenizer.encode
-        return [encode(text).astype(TOKEN_DTYPE) for text in texts]
+        if not batch or not texts:
+            return [encode(text).astype(TOKEN_DTYPE) for text in texts]
+        # One batch call on this thread (parallel=False: never gigatoken's own thread pool, which
+        # is unsafe after a fork), without the GIL: this thread and the others run at once
+        # (BENCHMARKS.md). The awkward-array result is read through its offsets and flat ids;
+        # each document's ids are a view of one int32 array.
+        layout = self._tokenizer.encode_batch(texts, parallel=False).layout
+        if not hasattr(layout, "offsets"):  # another layout in some gigatoken release
+            return [encode(text).astype(TOKEN_DTYPE) for text in texts]
+        offsets = np.asarray(layout.offsets.data).tolist()
+        flat = np.asarray(layout.content.data).astype(TOKEN_DTYPE)
+        return [flat[a:b] for a, b in itertools.pairwise(offsets)]
 
 
 def _balanced_slices(texts: list[str], parts: int) -> list[list[str]]:

@@ -28,7 +28,8 @@ class SentencePieceBackend(EncoderBackend):
     version = importlib.metadata.version("sentencepiece")
 
     def __init__(self, *, model_proto: bytes, processor: spm.SentencePieceProcessor | None = None,
-                 num_threads: int = 1, word_cache: bool = True, cut_bytes: int = 0):
+                 num_threads: int = 1, word_cache: bool = True, cut_bytes: int = 0,
+                 gil_free: bool = False):
         """Args:
           model_proto: A serialized SentencePiece model.
           processor: The model's processor, when the caller already has one.
@@ -39,6 +40,8 @@ class SentencePieceBackend(EncoderBackend):
             since no piece spans such a boundary, and far faster on long documents (the
             library's BPE slows down with the input's length); 0 = never, and never for a
             model whose pieces could span one (``tokenizer.encoder.plan_fast_path``).
+          gil_free: No effect: this backend has one way to encode (``releases_gil`` says
+            whether it holds the GIL).
         """
         from tokenizer.encoder import CachedEncoder, processor_from_bytes, usable_cores
 
