@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 from collections.abc import Callable
 
@@ -46,13 +47,46 @@ class HideUserErrors(logging.Filter):
         return error_from_text(message) is None
 
 
+# Set by a command for the processes it starts: Beam's local workers, whose stderr is its own.
+WORKER_TRACEBACKS_ENV = "PILEPACK_HIDE_WORKER_ERROR_TRACEBACKS"
+
+
+class _HideErrorTracebacks:
+    """A text stream passing everything on but the traceback of a PilepackError (and the line
+    end written right after it)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._dropped = False
+
+    def write(self, text: str) -> int:
+        dropped, self._dropped = self._dropped, False
+        if dropped and text == "\n":
+            return len(text)
+        if text.startswith("Traceback") and error_from_text(text) is not None:
+            self._dropped = True
+            return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def hide_worker_error_tracebacks() -> None:
+    """In a worker process of Beam's local runner, started by a command with
+    ``WORKER_TRACEBACKS_ENV`` set: Beam's worker prints the traceback of a failed bundle to
+    its stderr, the user's terminal, and the command then reports a PilepackError once, as
+    one line. Such tracebacks are dropped; any other error's stays."""
+    if os.environ.get(WORKER_TRACEBACKS_ENV) == "1" and not isinstance(sys.stderr,
+                                                                        _HideErrorTracebacks):
+        sys.stderr = _HideErrorTracebacks(sys.stderr)
+
+
 def quiet_tensorflow(*, errors_too: bool = False) -> None:
     """Keep TensorFlow's C++ log lines (INFO and WARNING; with ``errors_too`` also ERROR, such
     as "failed call to cuInit" on a machine without a GPU, for tools that only parse records)
     out of a command's output; call before TensorFlow is imported. An explicit
     TF_CPP_MIN_LOG_LEVEL wins."""
-    import os
-
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3" if errors_too else "2")
 
 
@@ -85,8 +119,6 @@ def import_tensorflow():
     InitializeLog" notice) kept off the terminal: TensorFlow writes them to file descriptor 2
     before any Python logging exists, and TF_CPP_MIN_LOG_LEVEL no longer stops all of them.
     TF_CPP_MIN_LOG_LEVEL=0 in the environment shows them. Python errors still propagate."""
-    import os
-
     if os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0" or "tensorflow" in sys.modules:
         import tensorflow
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 import time
 
@@ -203,7 +204,7 @@ def build_parser() -> ArgumentParser:
 
 def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     """Pilepack's flags -> a config; the rest must be Beam's (else exit 2 naming the typo)."""
-    from pipeline.beam_options import refuse_unknown_args
+    from pipeline.beam_options import is_direct_runner, refuse_unknown_args
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
@@ -211,7 +212,13 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     refuse_unknown_args(parser, beam_args)
     if not args.verbose and not any(a.startswith("--default_sdk_harness_log_level")
                                     for a in beam_args):
-        beam_args = [*beam_args, "--default_sdk_harness_log_level=ERROR"]  # workers' start-up
+        # Workers' start-up messages are noise. The DirectRunner's workers also write to this
+        # terminal, and their log of a failed bundle repeats, traceback and all, what this
+        # process then reports: one line for a pilepack error, the traceback for any other.
+        level = "CRITICAL" if is_direct_runner(beam_args) else "ERROR"
+        beam_args = [*beam_args, f"--default_sdk_harness_log_level={level}"]
+        if level == "CRITICAL":  # Beam's worker also prints that traceback itself
+            os.environ[cli.WORKER_TRACEBACKS_ENV] = "1"
     return args, beam_args
 
 

@@ -13,6 +13,8 @@ import json
 import os
 import pathlib
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -20,7 +22,7 @@ import pytest
 from common import storage
 from datagen.pile_files import pile_doc, write_jsonl_zst
 from pipeline import run
-from tests.robustness.helpers import comparable, load, run_inprocess, text
+from tests.robustness.helpers import REPO, child_env, comparable, load, run_inprocess, text
 from tests.robustness.test_faults import _committed, _pipeline_process, _session
 
 TWO_WORKERS = ["--runner=DirectRunner", "--direct_running_mode=multi_processing",
@@ -102,3 +104,25 @@ def test_sigkill_of_every_process_then_rerun_is_identical(one_file, tokenizer_mo
     letters = [json.loads(line) for entry in load(out)["dead_letters"]
                for line in (out / entry["path"]).read_text().splitlines()]
     assert sorted(d["line"] for d in letters) == [at + 1 for at in sorted(BAD_LINES)]
+
+
+@pytest.mark.parametrize("refusal, says", [
+    ("--on_bad_record=fail", "invalid_json"),  # raised while parsing, in a worker
+    ("--max_bad_fraction=0", "3 of 1003 records were rejected"),  # raised by the manifest step
+])
+def test_refused_run_says_why_in_one_line_without_a_traceback(one_file, tokenizer_model,
+                                                              tmp_path, refusal, says):
+    """Bad input stops a multi-process run as it stops an in-process one: exit status 2 and
+    one ``error:`` line. Beam's worker processes write to this command's terminal; they must
+    not print the error's traceback there first."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.run", "--input", str(one_file), "--tokenizer_model",
+         str(tokenizer_model), *ARGS, "--output", str(tmp_path / "train"), *TWO_WORKERS,
+         refusal],
+        cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "Traceback" not in output, output
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and says in errors[0], output
+    assert not (tmp_path / "train" / "manifest.json").exists()
