@@ -270,10 +270,7 @@ def rss_scaling(corpus, model, threads, workdir) -> None:
     from pipeline.inputs import expand_inputs
 
     first = expand_inputs(corpus)[0].path
-    copies = os.path.join(workdir, "copies")
-    os.makedirs(copies, exist_ok=True)
-    for i in range(4):
-        shutil.copy(first, os.path.join(copies, f"{i:02d}.jsonl.zst"))
+    copies = _copied(first, copies=4, directory=os.path.join(workdir, "copies"))
     one = _spawn("pipeline", corpus=first, model=model, threads=threads,
                  output=os.path.join(workdir, "one"))
     four = _spawn("pipeline", corpus=copies, model=model, threads=threads,

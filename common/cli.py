@@ -48,7 +48,7 @@ class HideUserErrors(logging.Filter):
 
 
 # Set by a command for the processes it starts: Beam's local workers, whose stderr is its own.
-WORKER_TRACEBACKS_ENV = "PILEPACK_HIDE_WORKER_ERROR_TRACEBACKS"
+LOCAL_WORKER_ENV = "PILEPACK_LOCAL_WORKER"
 
 
 class _HideErrorTracebacks:
@@ -74,12 +74,16 @@ class _HideErrorTracebacks:
 
 def hide_worker_error_tracebacks() -> None:
     """In a worker process of Beam's local runner, started by a command with
-    ``WORKER_TRACEBACKS_ENV`` set: Beam's worker prints the traceback of a failed bundle to
-    its stderr, the user's terminal, and the command then reports a PilepackError once, as
-    one line. Such tracebacks are dropped; any other error's stays."""
-    if os.environ.get(WORKER_TRACEBACKS_ENV) == "1" and not isinstance(sys.stderr,
-                                                                        _HideErrorTracebacks):
-        sys.stderr = _HideErrorTracebacks(sys.stderr)
+    ``LOCAL_WORKER_ENV`` set: the worker logs a failed bundle (its log also reaches the
+    command, which relays it) and prints its traceback, both to the user's terminal, and the
+    command then reports a PilepackError once, as one line. The worker's log handlers get
+    ``HideUserErrors``, as the command's own have, and its stderr drops such tracebacks; any
+    other error is logged and printed as before."""
+    if os.environ.get(LOCAL_WORKER_ENV) != "1" or isinstance(sys.stderr, _HideErrorTracebacks):
+        return
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(HideUserErrors())
+    sys.stderr = _HideErrorTracebacks(sys.stderr)
 
 
 def quiet_tensorflow(*, errors_too: bool = False) -> None:

@@ -212,13 +212,10 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     refuse_unknown_args(parser, beam_args)
     if not args.verbose and not any(a.startswith("--default_sdk_harness_log_level")
                                     for a in beam_args):
-        # Workers' start-up messages are noise. The DirectRunner's workers also write to this
-        # terminal, and their log of a failed bundle repeats, traceback and all, what this
-        # process then reports: one line for a pilepack error, the traceback for any other.
-        level = "CRITICAL" if is_direct_runner(beam_args) else "ERROR"
-        beam_args = [*beam_args, f"--default_sdk_harness_log_level={level}"]
-        if level == "CRITICAL":  # Beam's worker also prints that traceback itself
-            os.environ[cli.WORKER_TRACEBACKS_ENV] = "1"
+        beam_args = [*beam_args, "--default_sdk_harness_log_level=ERROR"]  # workers' start-up
+    if not args.verbose and is_direct_runner(beam_args):
+        # The DirectRunner's worker processes write to this terminal (pipeline/__init__.py).
+        os.environ[cli.LOCAL_WORKER_ENV] = "1"
     return args, beam_args
 
 
