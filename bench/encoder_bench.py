@@ -19,7 +19,7 @@ Variants:
   gigatoken+guard  the same through tokenizer.guard.ChunkEncoder with --check_every: what a
                pipeline worker runs, the exactness guard's SentencePiece checks included
 
-Corpus: Pile-format files given by --corpus, else the built-in sample (pipeline.sample_data).
+Corpus: Pile-format files given by --corpus, else the built-in sample (datagen.sample.cache).
 The figures in BENCHMARKS.md come from one file of a 50 MB Pile-format corpus:
 
   python -m bench.encoder_bench --corpus="$DEV/00.jsonl.zst"

@@ -64,7 +64,7 @@ VARIANTS = {
 class Options:
     corpus: str = flag(
         "", help="Pile-format input: comma list of files, globs or directories; "
-        "empty: the built-in sample (pipeline.sample_data)"
+        "empty: the built-in sample (datagen.sample.cache)"
     )
     tokenizer_model: str = flag(
         "", help="SentencePiece model for both sides; empty: train one (32k BPE) on the corpus"
@@ -127,7 +127,8 @@ def child_pipeline(corpus: str, model: str, threads: int, output: str,
                    extra: list[str] = ()) -> dict:
     import apache_beam  # noqa: F401  imports are not the work measured (as for the encoder)
 
-    from pipeline import prepare_tokenizer, run  # noqa: F401
+    from pipeline import run  # noqa: F401
+    from pipeline.tokenize import prepare as prepare_tokenizer  # noqa: F401
     from tokenizer import backends, guard  # noqa: F401
 
     started, cpu = time.perf_counter(), _cpu()
@@ -159,7 +160,7 @@ def _spawn(kind: str, **kwargs) -> dict:
 
 def _copied(corpus: str, *, copies: int, directory: str) -> str:
     """A directory holding ``copies`` copies of every file of ``corpus``."""
-    from pipeline.inputs import expand_inputs
+    from pipeline.read.inputs import expand_inputs
 
     os.makedirs(directory)
     for file in expand_inputs(corpus):
@@ -267,7 +268,7 @@ def report(rows, *, corpus: str, options: Options) -> None:
 
 
 def rss_scaling(corpus, model, threads, workdir) -> None:
-    from pipeline.inputs import expand_inputs
+    from pipeline.read.inputs import expand_inputs
 
     first = expand_inputs(corpus)[0].path
     copies = _copied(first, copies=4, directory=os.path.join(workdir, "copies"))

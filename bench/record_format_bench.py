@@ -44,7 +44,7 @@ def _tokens(records: int, width: int, vocab: int) -> np.ndarray:
 
 
 def _real_tokens(manifest_path: str, records: int) -> np.ndarray:
-    from pipeline.dataset_reader import iter_record_batches
+    from pipeline.dataset.reader import iter_record_batches
     from schemas import manifest
 
     dataset = manifest.load(manifest_path)

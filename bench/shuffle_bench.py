@@ -3,9 +3,9 @@
     python -m bench.shuffle_bench [--manifest=PATH] [--records=N] [--seq_len=L]
                                   [--records_per_part=K] [--shard_bytes=B] [--reps=5]
 
-Both write the same split from the same part files (``pipeline.parts``) in this process,
-without Beam, on local disk: A cuts the parts in order (``pipeline.write.assemble_shard``:
-whole byte ranges), B writes the globally shuffled shards (``pipeline.shuffle_write``: one
+Both write the same split from the same part files (``pipeline.write.parts``) in this process,
+without Beam, on local disk: A cuts the parts in order (``pipeline.write.shards.assemble_shard``:
+whole byte ranges), B writes the globally shuffled shards (``pipeline.write.shuffled``: one
 read per record, grouped by part, a window at a time). Parts hold the records of a real
 dataset (``--manifest``: its shards' records, cut into parts of ``--records_per_part``, the
 size of a ``--chunk_bytes`` chunk), or ``--records`` synthetic ones. Interleaved A, B, A, B;
@@ -21,17 +21,17 @@ import time
 
 import numpy as np
 
-from pipeline.pack import PackedChunk, PackStats
-from pipeline.parts import write_part
-from pipeline.shard_plan import plan_shards, records_per_shard
-from pipeline.shuffle_write import assemble_shuffled_shard, plan_shuffled_shards
-from pipeline.write import assemble_shard
+from pipeline.write.pack import PackedChunk, PackStats
+from pipeline.write.parts import write_part
+from pipeline.write.shard_plan import plan_shards, records_per_shard
+from pipeline.write.shards import assemble_shard
+from pipeline.write.shuffled import assemble_shuffled_shard, plan_shuffled_shards
 from schemas.records import RecordSpec, frame_bytes, iter_tfrecord_frames, token_dtype_for_vocab
 
 
 def real_records(manifest: str):
     """(spec, token rows) of a dataset's records (the tokens feature only)."""
-    from pipeline.dataset_reader import iter_record_batches
+    from pipeline.dataset.reader import iter_record_batches
     from schemas import manifest as manifest_lib
 
     dataset = manifest_lib.load(manifest)

@@ -1,6 +1,6 @@
 """Entry point: ``python -m pipeline.run [pipeline flags] [Beam flags]``.
 
-Without ``--input`` it builds the built-in sample (see ``pipeline.sample_data``) and makes a
+Without ``--input`` it builds the built-in sample (see ``datagen.sample.cache``) and makes a
 ``train`` split (training a tokenizer on it) and a ``val`` split (with that tokenizer) under
 ``--output`` (default ``output/sample``). With ``--input`` it makes one split in ``--output``.
 Flags that are not pilepack's must be Beam's (``--runner``, ``--direct_num_workers``,
@@ -33,18 +33,18 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
                    run_id: str, quality=None) -> None:
     """Read -> [FanOut] -> Parse -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters,
     document hashes, and last the manifest from everyone's statistics. ``quality``: the
-    data-quality options' ``pipeline.prepare_quality.QualityRun`` (None: none given)."""
+    data-quality options' ``pipeline.quality.prepare.QualityRun`` (None: none given)."""
     import apache_beam as beam
 
-    from pipeline.dead_letters import WriteDeadLetters
-    from pipeline.manifest import CommitManifest
-    from pipeline.pack import Pack
-    from pipeline.parts import WriteParts
-    from pipeline.read import ReadDocuments
-    from pipeline.shuffle_write import WriteShuffledShards
-    from pipeline.tokenize import Tokenize
-    from pipeline.write import WriteShards
-    from pipeline.write_doc_hashes import WriteDocHashes
+    from pipeline.dataset.manifest import CommitManifest
+    from pipeline.quality.write_doc_hashes import WriteDocHashes
+    from pipeline.read.stage import ReadDocuments
+    from pipeline.tokenize.stage import Tokenize
+    from pipeline.write.dead_letters import WriteDeadLetters
+    from pipeline.write.pack import Pack
+    from pipeline.write.parts import WriteParts
+    from pipeline.write.shards import WriteShards
+    from pipeline.write.shuffled import WriteShuffledShards
     from schemas.dataset_spec import DatasetSpec
 
     spec = DatasetSpec(seq_len=config.seq_len, vocab_size=tokenizer.vocab_size,
@@ -88,11 +88,12 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline import claim, output_dir, prepare_quality
-    from pipeline.beam_options import fanout_enabled, runs_in_one_process
-    from pipeline.inputs import expand_inputs
-    from pipeline.prepare_tokenizer import prepare_tokenizer
-    from pipeline.progress import Watcher
+    from pipeline.launch import claim, output_dir
+    from pipeline.launch.beam_options import fanout_enabled, runs_in_one_process
+    from pipeline.quality import prepare as prepare_quality
+    from pipeline.read.inputs import expand_inputs
+    from pipeline.tokenize.prepare import prepare_tokenizer
+    from pipeline.write.progress import Watcher
     from schemas import manifest as manifest_schema
 
     if not config.input or not config.output:
@@ -157,7 +158,7 @@ def worker_pids(result) -> list[int]:
     """The processes that ran Tokenize, from the runner's metrics (empty if it has none)."""
     from apache_beam.metrics.metric import MetricsFilter
 
-    from pipeline.tokenize import WORKERS_NAMESPACE
+    from pipeline.tokenize.stage import WORKERS_NAMESPACE
 
     try:
         counters = result.metrics().query(
@@ -204,7 +205,7 @@ def build_parser() -> ArgumentParser:
 
 def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     """Pilepack's flags -> a config; the rest must be Beam's (else exit 2 naming the typo)."""
-    from pipeline.beam_options import is_direct_runner, refuse_unknown_args
+    from pipeline.launch.beam_options import is_direct_runner, refuse_unknown_args
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
@@ -226,7 +227,7 @@ def main(argv=None) -> int:
 
 def _run(args, beam_args: list[str]) -> None:
     if args.dry_run:
-        from pipeline.dry_run import dry_run
+        from pipeline.launch.dry_run import dry_run
 
         dry_run(from_args(PipelineConfig, args), beam_args)
     elif args.input:
@@ -238,7 +239,7 @@ def _run(args, beam_args: list[str]) -> None:
 def run_sample(args, beam_args) -> None:
     """The built-in sample: a train split (training the tokenizer), then a val split with it."""
     from common import storage
-    from pipeline.sample_data import ensure_sample
+    from datagen.sample.cache import ensure_sample
     from tokenizer.spec import MODEL_FILENAME
 
     sample = ensure_sample()

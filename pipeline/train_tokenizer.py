@@ -1,6 +1,6 @@
 """``python -m pipeline.train_tokenizer``: train only a tokenizer, on a sample of Pile files.
 
-Draws the same stratified sample the pipeline draws (``pipeline.tokenizer_sample``) and trains
+Draws the same stratified sample the pipeline draws (``pipeline.tokenize.training_sample``) and trains
 with the same lossless options (``tokenizer.spec``), so the model can later be applied with
 ``python -m pipeline.run --tokenizer_model=...``. Beam's flags pass through.
 """
@@ -34,8 +34,8 @@ def build_parser() -> ArgumentParser:
 
 def train(config: TrainTokenizerConfig, beam_args: list[str]) -> dict:
     """Sample, train, publish; return the model's manifest entry."""
-    from pipeline.inputs import expand_inputs
-    from pipeline.prepare_tokenizer import train_on_input
+    from pipeline.read.inputs import expand_inputs
+    from pipeline.tokenize.prepare import train_on_input
     from tokenizer.model_info import describe
     from tokenizer.spec import MODEL_FILENAME
 
@@ -49,7 +49,7 @@ def train(config: TrainTokenizerConfig, beam_args: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    from pipeline.beam_options import refuse_unknown_args
+    from pipeline.launch.beam_options import refuse_unknown_args
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)

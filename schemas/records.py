@@ -20,7 +20,7 @@ token for a 32k-50k vocabulary) and parsed element by element, while a bytes fea
 
 A record holds ``seq_len + 1`` tokens so that ``inputs = tokens[:-1]`` and
 ``labels = tokens[1:]``; consecutive records of a packed chunk overlap by one token (see
-``pipeline/pack.py``), so no label is lost between records.
+``pipeline/write/pack.py``), so no label is lost between records.
 
 This module must stay importable without TensorFlow (Beam workers do not need it); the
 TensorFlow parsing helpers import it lazily.

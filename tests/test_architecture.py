@@ -104,3 +104,66 @@ def test_files_stay_small():
 def test_no_magic_error_strings():
     offenders = [str(path) for path in MODULES.values() if "pilepack-error" in path.read_text()]
     assert not offenders, offenders
+
+
+# pipeline/ by stage, bottom to top: config <- read <- (quality | tokenize) <- write <- dataset
+# <- launch <- the commands. Each sub-package may import the ones listed (itself always).
+PIPELINE_LAYERS = {
+    "config": set(),
+    "read": {"config"},
+    "quality": {"config", "read"},
+    "tokenize": {"config", "read"},
+    "write": {"config", "read", "quality", "tokenize"},
+    "dataset": {"config", "read", "quality", "tokenize", "write"},
+    "launch": {"config", "read", "quality", "tokenize", "write", "dataset"},
+}
+COMMANDS = {"run", "train_tokenizer", "verify", "roundtrip", "report"}
+
+
+def _layer(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if parts[0] == "pipeline" and len(parts) > 1 else None
+
+
+def test_pipeline_sub_packages_point_one_way():
+    wrong = []
+    for name, targets in sorted(GRAPH.items()):
+        layer = _layer(name)
+        if layer is None or layer in COMMANDS:
+            continue
+        allowed = PIPELINE_LAYERS[layer] | {layer}
+        wrong += [f"{name} imports {t}" for t in sorted(targets)
+                  if _layer(t) is not None and _layer(t) not in allowed]
+    assert not wrong, wrong
+
+
+def test_no_pipeline_module_outside_a_sub_package_but_the_commands_and_config():
+    top = {path.stem for path in (ROOT / "pipeline").glob("*.py")} - {"__init__"}
+    assert top == COMMANDS, f"move {sorted(top - COMMANDS)} into a sub-package of pipeline/"
+    packages = {path.parent.name for path in (ROOT / "pipeline").glob("*/__init__.py")}
+    assert packages == set(PIPELINE_LAYERS), packages
+
+
+def test_every_pipeline_sub_package_says_what_it_owns_and_may_import():
+    for layer in PIPELINE_LAYERS:
+        doc = ast.get_docstring(ast.parse((ROOT / "pipeline" / layer / "__init__.py").read_text()))
+        assert doc and 3 <= len(doc.splitlines()) <= 6, f"pipeline/{layer}: 3-6 lines of docstring"
+
+
+def test_the_built_in_sample_is_not_shipped_to_workers():
+    # datagen/ (the sample, test data) is outside the installed package; only the launcher
+    # imports it, inside the function that builds the sample.
+    wrong = []
+    for name, path in MODULES.items():
+        if not name.startswith("pipeline."):
+            continue
+        for node in ast.parse(path.read_text()).body:  # module level only
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and "datagen" in ast.unparse(node):
+                wrong.append(name)
+    assert not wrong, wrong
+
+
+def test_tests_mirror_the_pipeline_sub_packages():
+    missing = [layer for layer in PIPELINE_LAYERS
+               if not (ROOT / "tests" / "pipeline" / layer).is_dir()]
+    assert not missing, missing

@@ -1,6 +1,6 @@
 """The exactness guard: a fast backend's ids are checked against SentencePiece while it runs.
 
-``ChunkEncoder`` is what the pipeline holds (in ``pipeline.tokenize`` or in each encoder
+``ChunkEncoder`` is what the pipeline holds (in ``pipeline.tokenize.stage`` or in each encoder
 process): the backend ``--encoder`` chose plus the guard. For every chunk it also encodes with
 the SentencePiece library (plain ``processor.encode``, through the same documented encoding)
 

@@ -1,4 +1,4 @@
-"""Encoder processes for ``pipeline.tokenize``'s pool: deliberately free of Beam imports.
+"""Encoder processes for ``pipeline.tokenize.stage``'s pool: deliberately free of Beam imports.
 
 A spawned worker imports only this module (plus numpy, sentencepiece and the backend's own
 library), so it starts in a fraction of a second; one ``tokenizer.guard.ChunkEncoder`` per

@@ -4,7 +4,7 @@ Reserved ids (the first four of every vocabulary this project trains):
 
 * ``PAD_ID = 0`` ``<pad>``: fills the tail of a packed sequence; never produced by ``encode``.
 * ``EOS_ID = 1`` ``</s>``: separates documents in the packed stream (``EOS d1 EOS d2 ... EOS``,
-  see ``pipeline/pack.py``).
+  see ``pipeline/write/pack.py``).
 * ``UNK_ID = 2`` ``<unk>``: SentencePiece requires one; with byte fallback ``encode`` never
   emits it.
 * ``BOS_ID = 3`` ``<s>``: reserved for trainers that want it; the pipeline does not emit it.

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from datagen.pile_files import pile_doc, write_jsonl_gz, write_jsonl_zst
-from pipeline import dataset_reader, run, verify
+from pipeline import run
+from pipeline.dataset import reader, verify
 from schemas import manifest
 from tokenizer.encoder import load_model_bytes, processor_from_bytes
 
@@ -93,7 +94,7 @@ def test_verify_deep_passes(train_split):
 def test_decoding_a_split_gives_back_every_document_in_order(train_split, corpus):
     dataset = manifest.load(str(train_split))
     sp = processor_from_bytes(load_model_bytes(dataset.tokenizer_path))
-    decoded = [sp.decode(ids.tolist()) for ids in dataset_reader.iter_documents(dataset)]
+    decoded = [sp.decode(ids.tolist()) for ids in reader.iter_documents(dataset)]
     assert decoded == corpus["texts"]
 
 
@@ -191,7 +192,7 @@ def test_complete_dataset_is_not_overwritten_by_accident(train_split, capsys):
 def test_token_ids_equal_the_plain_encoder(train_split, corpus):
     dataset = manifest.load(str(train_split))
     sp = processor_from_bytes(load_model_bytes(dataset.tokenizer_path))
-    written = [ids.tolist() for ids in dataset_reader.iter_documents(dataset)]
+    written = [ids.tolist() for ids in reader.iter_documents(dataset)]
     assert written == [sp.encode(text) for text in corpus["texts"]]
     assert os.path.getsize(dataset.tokenizer_path) == len(load_model_bytes(dataset.tokenizer_path))
     assert np.all(np.array([len(w) for w in written]) > 0)
@@ -199,7 +200,7 @@ def test_token_ids_equal_the_plain_encoder(train_split, corpus):
 
 def test_roundtrip_tool_and_the_once_lossy_character(train_split, tmp_path):
     """U+2581, which plain SentencePiece decodes as a space, is written as its byte pieces."""
-    from pipeline import roundtrip
+    from pipeline.dataset import roundtrip
     from tokenizer.backends import documented_encode
 
     model = pathlib.Path(train_split) / "tokenizer.model"
@@ -211,7 +212,7 @@ def test_roundtrip_tool_and_the_once_lossy_character(train_split, tmp_path):
     doc = dataset.doc
     assert doc["totals"]["lossy_documents"] == 0 and doc["subsets"]["X"]["lossy_documents"] == 0
     sp = processor_from_bytes(load_model_bytes(str(model)))
-    written = [ids.tolist() for ids in dataset_reader.iter_documents(dataset)]
+    written = [ids.tolist() for ids in reader.iter_documents(dataset)]
     assert written[1] == documented_encode(sp, "a\u2581b") != sp.encode("a\u2581b")
     assert sp.decode(written[1]) == "a\u2581b"
     result = roundtrip.check(str(out), check_ids=True)

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 
-from pipeline import dataset_reader, run
+from pipeline import run
+from pipeline.dataset import reader
 from schemas import manifest as manifest_lib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def documents_by_file(out) -> dict[int, list[str]]:
 
     dataset = manifest_lib.load(str(out))
     sp = processor_from_bytes(load_model_bytes(dataset.tokenizer_path))
-    texts = [sp.decode(ids.tolist()) for ids in dataset_reader.iter_documents(dataset)]
+    texts = [sp.decode(ids.tolist()) for ids in reader.iter_documents(dataset)]
     result: dict[int, list[str]] = {}
     for index, entry in enumerate(dataset.doc["inputs"]):  # documents come in input order
         if entry["documents"]:

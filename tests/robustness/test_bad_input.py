@@ -14,10 +14,10 @@ import pathlib
 import pytest
 
 from datagen.pile_files import pile_doc, write_jsonl_zst
-from pipeline import parse
 from pipeline.config import ReadConfig
-from pipeline.inputs import InputFile
-from pipeline.read import Chunk, ReadStats, iter_documents, read_file
+from pipeline.read import parse
+from pipeline.read.inputs import InputFile
+from pipeline.read.stage import Chunk, ReadStats, iter_documents, read_file
 from tests.robustness import bad_corpus
 from tests.robustness.helpers import (
     dead_letters,

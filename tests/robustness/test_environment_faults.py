@@ -14,7 +14,7 @@ import time
 import pytest
 
 from datagen.pile_files import write_jsonl_zst
-from pipeline import claim
+from pipeline.launch import claim
 from tests.robustness.conftest import good_docs
 from tests.robustness.helpers import REPO, SMALL, child_env, load, python_module, run_inprocess
 

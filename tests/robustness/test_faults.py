@@ -17,7 +17,7 @@ import pytest
 
 from common import storage
 from datagen.pile_files import pile_doc, write_jsonl_zst
-from pipeline import verify
+from pipeline.dataset import verify
 from tests.robustness.helpers import (
     REPO,
     child_env,

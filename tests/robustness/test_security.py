@@ -14,8 +14,8 @@ import zstandard
 
 from datagen.pile_files import pile_doc, write_jsonl_zst
 from pipeline.config import ReadConfig
-from pipeline.inputs import InputFile
-from pipeline.read import Chunk, DeadLetter, read_file
+from pipeline.read.inputs import InputFile
+from pipeline.read.stage import Chunk, DeadLetter, read_file
 from schemas import manifest as manifest_lib
 from tests.robustness.helpers import REPO, python_module, run_measured
 

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from pipeline.config import PipelineConfig
-from pipeline.manifest import Summary, build_manifest
-from pipeline.read import ReadStats
-from pipeline.write import ShardInfo
+from pipeline.dataset.manifest import Summary, build_manifest
+from pipeline.read.stage import ReadStats
+from pipeline.write.shards import ShardInfo
 from schemas import manifest
 from schemas.dataset_spec import DatasetSpec
 from schemas.records import RecordSpec

@@ -12,7 +12,7 @@ import sentencepiece as spm
 
 from datagen.datasets import write_dataset
 from datagen.pile_files import read_records
-from pipeline.sample_data import ensure_sample
+from datagen.sample.cache import ensure_sample
 from tokenizer.spec import EOS_ID, TrainOptions
 from tokenizer.train import train_from_texts
 from trainer import train

@@ -1,0 +1,269 @@
+"""Stage 5, Manifest: merge every stage's statistics and commit ``manifest.json`` last.
+
+The manifest is built from the data itself (shard infos, per-chunk and per-file statistics
+that flow through the pipeline), not from runner metrics, so a retried bundle cannot count
+twice. It is written by a single element after every shard has been committed, validated
+against ``schemas/manifest.schema.json``, atomically.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import platform
+
+import apache_beam as beam
+
+from common import storage
+from common.errors import DataError
+from pipeline.config import PipelineConfig
+from pipeline.dataset.quality_sections import quality_sections
+from pipeline.quality.decisions import QUALITY_DIR
+from pipeline.quality.doc_hash_files import DocHashFile
+from pipeline.quality.mixture import BeforeMixture
+from pipeline.read.stage import ReadStats
+from pipeline.tokenize import histogram
+from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
+from pipeline.write.dead_letters import DeadLetterFile
+from pipeline.write.pack import PackStats
+from pipeline.write.shard_plan import PARTS_DIR
+from pipeline.write.shards import ShardInfo
+from schemas import manifest as manifest_schema
+from schemas.dataset_spec import DatasetSpec
+from tokenizer.guard import EncodeStats
+
+
+class TooManyBadRecords(DataError):
+    """More rejected records than --max_bad_fraction allows; no manifest is written."""
+
+
+@dataclasses.dataclass
+class Summary:
+    """The merged statistics of one run (the Combine accumulator)."""
+
+    shards: list = dataclasses.field(default_factory=list)
+    dead_letters: list = dataclasses.field(default_factory=list)
+    files: list = dataclasses.field(default_factory=list)
+    pack: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    subsets: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)
+    encoder: list = dataclasses.field(default_factory=list)  # EncodeStats, merged per backend
+    doc_hashes: list = dataclasses.field(default_factory=list)  # DocHashFile
+    before: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)  # pre-mixture
+
+    def add(self, item) -> None:
+        if isinstance(item, EncodeStats):
+            self._add_encoder([item])
+        elif isinstance(item, ShardInfo):
+            self.shards.append(item)
+        elif isinstance(item, DeadLetterFile):
+            self.dead_letters.append(item)
+        elif isinstance(item, ReadStats):
+            self._add_files([item])
+        elif isinstance(item, DocHashFile):
+            self.doc_hashes.append(item)
+        elif isinstance(item, BeforeMixture):
+            merge_into(self.before, item.subsets)
+        else:
+            stats, subsets = item
+            self.pack.update(dataclasses.asdict(stats))
+            self._add_subsets(subsets)
+
+    def merge(self, other: "Summary") -> None:
+        self.shards += other.shards
+        self.dead_letters += other.dead_letters
+        self._add_files(other.files)
+        self.pack.update(other.pack)
+        self._add_subsets(other.subsets)
+        self._add_encoder(other.encoder)
+        self.doc_hashes += other.doc_hashes
+        merge_into(self.before, other.before)
+
+    def _add_files(self, items) -> None:
+        # A file's ReadStats come in parts (its lines from Read, each chunk's from Parse).
+        by_file = {stats.file_index: stats for stats in self.files}
+        for item in items:
+            if item.file_index in by_file:
+                by_file[item.file_index].merge(item)
+            else:
+                by_file[item.file_index] = dataclasses.replace(
+                    item, filtered=collections.Counter(item.filtered),
+                    rejected=collections.Counter(item.rejected),
+                    filtered_by_subset=collections.Counter(item.filtered_by_subset))
+                self.files.append(by_file[item.file_index])
+
+    def _add_encoder(self, items) -> None:
+        by_backend = {(e.backend, e.version, e.reason): e for e in self.encoder}
+        for item in items:
+            key = (item.backend, item.version, item.reason)
+            if key not in by_backend:
+                by_backend[key] = EncodeStats(*key)
+                self.encoder.append(by_backend[key])
+            total = by_backend[key]
+            for field in ENCODER_COUNTS:
+                setattr(total, field, getattr(total, field) + getattr(item, field))
+
+    def _add_subsets(self, subsets: dict[str, SubsetStats]) -> None:
+        merge_into(self.subsets, subsets)
+
+
+class _SummaryFn(beam.CombineFn):
+    def create_accumulator(self):
+        return Summary()
+
+    def add_input(self, summary, item):
+        summary.add(item)
+        return summary
+
+    def merge_accumulators(self, summaries):
+        summaries = iter(summaries)
+        first = next(summaries)
+        for other in summaries:
+            first.merge(other)
+        return first
+
+    def extract_output(self, summary):
+        return summary
+
+
+def accounting(summary: Summary) -> dict:
+    filtered = collections.Counter()
+    rejected = collections.Counter()
+    for stats in summary.files:
+        filtered.update(stats.filtered)
+        rejected.update(stats.rejected)
+    written = sum(stats.documents for stats in summary.files)
+    read = written + sum(filtered.values()) + sum(rejected.values())
+    return {"read": read, "written": written, "filtered": dict(sorted(filtered.items())),
+            "rejected": dict(sorted(rejected.items()))}
+
+
+def software_versions() -> dict:
+    import importlib.metadata as md
+
+    versions = {"python": platform.python_version()}
+    for package in ("pilepack", "apache-beam", "sentencepiece", "zstandard", "fsspec", "s3fs",
+                    "numpy", "google-crc32c"):
+        try:
+            versions[package] = md.version(package)
+        except md.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+ENCODER_COUNTS = ("documents", "checked_documents", "mismatches", "fallback_chunks",
+                  "space_symbol_documents")
+
+
+def encoder_record(summary: Summary) -> dict:
+    """The manifest's ``encoder``: which backend encoded how many documents (and why ``auto``
+    passed over a faster one), and what the exactness guard checked (``tokenizer.guard``)."""
+    entries = sorted(summary.encoder, key=lambda e: (e.backend, e.version, e.reason))
+    return {
+        "backends": [{"name": e.backend, "version": e.version, "reason": e.reason,
+                      "documents": e.documents} for e in entries],
+        **{field: sum(getattr(e, field) for e in entries) for field in ENCODER_COUNTS[1:]},
+    }
+
+
+def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpec,
+                   tokenizer: dict, inputs: list, created: str | None = None,
+                   run_id: str = "", quality=None) -> dict:
+    """``quality``: the run's ``pipeline.quality.prepare.QualityRun`` (None: no data-quality
+    option); its sections come from ``pipeline.dataset.quality_sections``."""
+    shards = sorted(summary.shards, key=lambda s: s.path)
+    pack = PackStats(**{k: summary.pack.get(k, 0) for k in PackStats.__dataclass_fields__})
+    all_subsets = summed(summary.subsets.values())
+    totals = {
+        "shards": len(shards),
+        "bytes": sum(s.bytes for s in shards),
+        "records": sum(s.records for s in shards),
+        "tokens": sum(s.tokens for s in shards),
+        "padding_tokens": sum(s.padding_tokens for s in shards),
+        "partial_records": pack.partial_records,
+        "dropped_records": pack.dropped_records,
+        "dropped_tokens": pack.dropped_tokens,
+        "documents": all_subsets.documents,
+        "text_bytes": all_subsets.bytes,
+        "lossy_documents": all_subsets.lossy_documents,
+    }
+    read = {stats.file_index: stats for stats in summary.files}
+    return {
+        "format": manifest_schema.FORMAT,
+        "version": manifest_schema.VERSION,
+        "split": config.split,
+        "created": created or datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "run_id": run_id,  # the run that claimed and committed it (pipeline.launch.claim)
+        **spec.manifest_fields(chunk_bytes=config.read.chunk_bytes),
+        "tokenizer": tokenizer,
+        "encoder": encoder_record(summary),
+        "shards": [s.to_json() for s in shards],
+        "totals": totals,
+        "subsets": {name: stats.to_json() for name, stats in sorted(summary.subsets.items())},
+        "histograms": {
+            "document_bytes": histogram.to_json(all_subsets.bytes_histogram),
+            "document_tokens": histogram.to_json(all_subsets.tokens_histogram),
+        },
+        # Documents written per input file: they come first in the shards, in input order.
+        "inputs": [
+            {"path": f.path, "bytes": f.bytes,
+             "format": read[f.index].format if f.index in read else "",
+             "documents": read[f.index].documents if f.index in read else 0}
+            for f in inputs
+        ],
+        "accounting": accounting(summary),
+        "dead_letters": [d.to_json() for d in sorted(summary.dead_letters, key=lambda d: d.path)],
+        **quality_sections(quality, files=summary.files, before=summary.before,
+                           after=summary.subsets, hash_files=summary.doc_hashes),
+        "config": config.to_json(),
+        "software": software_versions(),
+    }
+
+
+class _CommitManifestFn(beam.DoFn):
+    def __init__(self, *, config, spec, tokenizer, inputs, run_id="", quality=None):
+        self._run_id = run_id
+        self._quality = quality
+        self._config = config
+        self._spec = spec
+        self._tokenizer = tokenizer
+        self._inputs = inputs
+
+    def process(self, summary: Summary):
+        doc = build_manifest(summary, config=self._config, spec=self._spec,
+                             tokenizer=self._tokenizer, inputs=self._inputs,
+                             run_id=self._run_id, quality=self._quality)
+        counts = doc["accounting"]
+        bad = sum(counts["rejected"].values())
+        if counts["read"] and bad / counts["read"] > self._config.read.max_bad_fraction:
+            raise TooManyBadRecords(
+                f"{bad} of {counts['read']} records were rejected "
+                f"({bad / counts['read']:.2%} > --max_bad_fraction="
+                f"{self._config.read.max_bad_fraction}); by reason: {counts['rejected']}. "
+                f"See the dead letters under {self._config.output}/dead_letters; no manifest was "
+                "written. Fix the input or raise --max_bad_fraction."
+            )
+        # The parts are in the shards now; remove them (and the quality pre-pass's decision
+        # files) before the manifest marks completion.
+        for scratch in (PARTS_DIR, QUALITY_DIR):
+            fs, parts = storage.filesystem(storage.join(self._config.output, scratch))
+            if fs.exists(parts):
+                fs.rm(parts, recursive=True)
+        yield manifest_schema.write(doc, directory=self._config.output)
+
+
+class CommitManifest(beam.PTransform):
+    """Flattened statistics -> the path of the written manifest (one element)."""
+
+    def __init__(self, *, config: PipelineConfig, spec: DatasetSpec, tokenizer: dict,
+                 inputs: list, run_id: str = "", quality=None):
+        super().__init__()
+        self._fn = _CommitManifestFn(config=config, spec=spec, tokenizer=tokenizer,
+                                     inputs=inputs, run_id=run_id, quality=quality)
+
+    def expand(self, stats):
+        return (
+            stats
+            | "Summarize" >> beam.CombineGlobally(_SummaryFn())
+            | "WriteManifest" >> beam.ParDo(self._fn)
+        )

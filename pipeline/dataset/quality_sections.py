@@ -1,0 +1,75 @@
+"""The manifest's data-quality sections, from the run's options and the data's statistics.
+
+* ``doc_hashes`` (every split): the hash files of its written documents (``pipeline.quality.doc_hash_files``).
+* ``quality`` (``--dedup``, ``--exclude_docs_from``): normalization and digest, the sources,
+  how many distinct hashes they held, and the documents removed per reason and subset.
+* ``mixture`` (``--subset_weights``, ``--subset_tokens``): per subset the weight applied,
+  documents and tokens before and after, and the resulting token share.
+* ``shuffle`` (``--shuffle=global``): the seed and the permutation's algorithm.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from pipeline.quality import decisions, doc_hash, mixture
+from pipeline.quality import doc_hash_files as doc_hashes
+from pipeline.write import permutation as shuffle
+
+
+def removed_by_subset(files, reasons) -> dict:
+    """{reason: {subset: documents}} summed over the input files' ReadStats."""
+    counts = {reason: collections.Counter() for reason in reasons}
+    for stats in files:
+        for (reason, subset), n in stats.filtered_by_subset.items():
+            if reason in counts:
+                counts[reason][subset] += n
+    return {reason: dict(sorted(c.items())) for reason, c in counts.items()}
+
+
+def quality_sections(run, *, files, before: dict, after: dict, hash_files: list) -> dict:
+    """The sections above that apply (``run``: a ``pipeline.quality.prepare.QualityRun`` or
+    None; ``before``/``after``: subset -> SubsetStats before and after the mixture)."""
+    out = {}
+    if hash_files:
+        out["doc_hashes"] = doc_hashes.manifest_entry(hash_files)
+    if run is None:
+        return out
+    if run.dedup == "exact" or run.exclude_docs_from:
+        out["quality"] = {
+            "normalization": doc_hash.NORMALIZATION,
+            "digest": doc_hash.DIGEST,
+            "dedup": run.dedup,
+            "exclude_docs_from": list(run.exclude_docs_from),
+            "excluded_hashes": run.excluded_hashes,
+            "removed": removed_by_subset(files, (decisions.DUPLICATE,
+                                                 decisions.CONTAMINATED)),
+            "prepass_seconds": run.prepass_seconds,
+        }
+    if run.mixture:
+        seen = set(before) | set(after)
+        out["mixture"] = {
+            "source": run.mixture,
+            "seed": run.seed,
+            "subsets": mixture.mixture_table(
+                weights=run.weights, budgets=run.budgets,
+                before={name: s.to_json() for name, s in before.items()},
+                after={name: s.to_json() for name, s in after.items()}),
+            # Weights naming no subset of the input (for pile-v1, normal; else a typo?).
+            "unmatched": sorted(set(run.weights) - seen),
+            "filtered": removed_by_subset(files, (decisions.MIXTURE,))[decisions.MIXTURE],
+        }
+    if run.shuffle == "global":
+        out["shuffle"] = {"mode": "global", "seed": run.seed, "algorithm": shuffle.ALGORITHM}
+    return out
+
+
+def roundtrip_refusal(doc: dict) -> str | None:
+    """Why ``pipeline.dataset.roundtrip`` cannot compare this split with its input, or None: dropped,
+    repeated or shuffled documents are not the input's documents in order."""
+    changed = [name for name in ("quality", "mixture", "shuffle") if doc.get(name)]
+    if not changed:
+        return None
+    return (f"the split was made with data-quality options ({', '.join(changed)} in its "
+            "manifest): its documents are not the input's, in order, so a round trip cannot "
+            "compare them; check it with python -m pipeline.verify --deep")

@@ -1,0 +1,74 @@
+"""Every split's document hashes, next to its manifest: ``doc_hashes/{0..f}.bin``.
+
+The hash (``pipeline.quality.doc_hash``) of every document the split writes, each once: 16 files by
+the digest's first hex digit, each the sorted distinct 16-byte digests concatenated. They let
+another run remove this split's documents with ``--exclude_docs_from=<this manifest>``
+alone, without the input files. Hashes are grouped by file before writing (a shuffle with 16
+keys, ``pipeline.quality.write_doc_hashes``), so each file depends only on the data, not on bundling;
+memory at the writer is one sixteenth of the split's hashes (16 bytes per document).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from common import storage
+from pipeline.quality import doc_hash
+
+DIRECTORY = "doc_hashes"
+
+
+@dataclasses.dataclass(frozen=True)
+class DocHashFile:
+    path: str  # relative to the dataset directory
+    documents: int
+    bytes: int
+    sha256: str
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def hash_file_path(index: int) -> str:
+    return f"{DIRECTORY}/{doc_hash.hash_file_name(index)}"
+
+
+def write_hash_file(digests, *, directory: str, index: int) -> DocHashFile:
+    data = doc_hash.sorted_unique(b"".join(d for d in digests if d is not None))
+    relative = hash_file_path(index)
+    with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
+        handle.write(data)
+    return DocHashFile(path=relative, documents=len(data) // doc_hash.DIGEST_BYTES,
+                       bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+
+def manifest_entry(files: list[DocHashFile]) -> dict:
+    """The manifest's ``doc_hashes``: what was hashed how, and the files."""
+    files = sorted(files, key=lambda f: f.path)
+    return {"normalization": doc_hash.NORMALIZATION, "digest": doc_hash.DIGEST,
+            "documents": sum(f.documents for f in files),
+            "files": [f.to_json() for f in files]}
+
+
+def check_files(directory: str, doc: dict) -> list[str]:
+    """Problems of a dataset's hash files: missing, size not 16 x documents, sha256."""
+    entry = doc.get("doc_hashes")
+    if not entry:
+        return []
+    problems = []
+    for item in entry["files"]:
+        fs, stripped = storage.filesystem(storage.join(directory, item["path"]))
+        if not fs.exists(stripped):
+            problems.append(f"{item['path']}: missing")
+            continue
+        with fs.open(stripped, "rb") as handle:
+            data = handle.read()
+        if len(data) != item["bytes"] or item["bytes"] != doc_hash.DIGEST_BYTES * item["documents"]:
+            problems.append(f"{item['path']}: {len(data)} bytes, the manifest says "
+                            f"{item['documents']} hashes of {doc_hash.DIGEST_BYTES} bytes")
+        elif hashlib.sha256(data).hexdigest() != item["sha256"]:
+            problems.append(f"{item['path']}: sha256 does not match the manifest")
+    if sum(item["documents"] for item in entry["files"]) != entry["documents"]:
+        problems.append("manifest: doc_hashes.documents is not the sum of its files'")
+    return problems

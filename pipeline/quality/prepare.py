@@ -1,0 +1,106 @@
+"""The launcher's side of the data-quality options: check them, run the pre-pass, and hand
+the main pipeline its constructor arguments (``QualityRun``).
+
+``resolve`` runs before anything is written (a wrong ``--exclude_docs_from`` fails in
+seconds); ``prepare`` runs after the tokenizer is ready. The pre-pass (``pipeline.quality.prepass``)
+runs only when it has work: ``--dedup=exact``, ``--exclude_docs_from`` or ``--subset_tokens``;
+``--subset_weights`` alone needs none (each document's repeats follow from its subset, the
+seed and its position).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+from common import storage
+from pipeline.config import PipelineConfig, mixture_weights
+from pipeline.quality import decisions as quality_files
+from pipeline.quality import mixture
+from pipeline.quality.exclusion import ExclusionSources
+from pipeline.quality.exclusion import resolve as resolve_sources
+from pipeline.quality.selection import Selection
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class QualityRun:
+    """Everything the main pipeline and its manifest need from the data-quality options."""
+
+    selection: Selection | None = None  # None: every document read is written, once
+    dedup: str = "off"
+    exclude_docs_from: tuple[str, ...] = ()
+    excluded_hashes: int = 0  # distinct hashes found in --exclude_docs_from
+    mixture: str = ""  # "", "pile-v1", "weights" or "tokens"
+    weights: dict = dataclasses.field(default_factory=dict)
+    budgets: dict = dataclasses.field(default_factory=dict)
+    prepass_subsets: dict = dataclasses.field(default_factory=dict)  # kept: documents, tokens
+    prepass_seconds: float = 0.0
+    shuffle: str = "off"
+    seed: int = 0
+
+
+def resolve(config: PipelineConfig, inputs) -> ExclusionSources:
+    """Check ``--exclude_docs_from`` against the inputs and output (no data is read)."""
+    return resolve_sources(config.quality.exclude_docs_from, inputs=inputs, output=config.output)
+
+
+def _mixture_source(value: str) -> str:
+    return "" if not value else mixture_weights.PILE_V1_NAME if value == mixture_weights.PILE_V1_NAME else "weights"
+
+
+def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_path: str,
+                beam_args: list[str]) -> dict:
+    """Run the pre-pass pipeline; return its ``totals.json``."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipeline.quality.prepass import FindDrops
+
+    directory = storage.join(config.output, quality_files.QUALITY_DIR)
+    quality_files.clear(directory)
+    budgets = mixture_weights.parse_budgets(config.quality.subset_tokens)
+    with beam.Pipeline(options=PipelineOptions(beam_args)) as p:
+        (p | "ListInputs" >> beam.Create(inputs)
+         | "FindDrops" >> FindDrops(
+             config=config.read, directory=directory, dedup=config.quality.dedup == "exact",
+             hash_files=sources.hash_files, raw_files=sources.raw_files,
+             model_path=model_path if budgets else None, encoder=config.encoder,
+             num_threads=config.training.num_threads))
+    return quality_files.read_totals(directory)
+
+
+def prepare(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_path: str,
+            beam_args: list[str]) -> QualityRun | None:
+    """Run the pre-pass if needed; None when no data-quality option is given."""
+    options = config.quality
+    seed = config.training.seed
+    if not options.active:
+        return None
+    weights = mixture_weights.parse_weights(options.subset_weights)
+    budgets = mixture_weights.parse_budgets(options.subset_tokens)
+    run = QualityRun(dedup=options.dedup, exclude_docs_from=options.exclude_docs_from,
+                     mixture="tokens" if budgets else _mixture_source(options.subset_weights),
+                     weights=weights, budgets=budgets, shuffle=options.shuffle, seed=seed)
+    decisions = None
+    if options.dedup == "exact" or sources or budgets:
+        started = time.time()
+        totals = run_prepass(config, inputs=inputs, sources=sources, model_path=model_path,
+                             beam_args=beam_args)
+        seconds = time.time() - started
+        log.info("quality pre-pass: %.1f s, %d excluded hashes", seconds,
+                 totals["excluded_hashes"])
+        if options.dedup == "exact" or sources:
+            decisions = storage.join(config.output, quality_files.QUALITY_DIR)
+        if budgets:
+            tokens = {name: row["tokens"] for name, row in totals["subsets"].items()}
+            weights = mixture.weights_from_budgets(budgets, tokens)
+        run = dataclasses.replace(run, excluded_hashes=totals["excluded_hashes"],
+                                  prepass_subsets=totals["subsets"],
+                                  prepass_seconds=round(seconds, 3), weights=weights)
+    selection = None
+    if decisions or run.weights:
+        selection = Selection(decisions=decisions, weights=run.weights, seed=seed)
+    return dataclasses.replace(run, selection=selection)

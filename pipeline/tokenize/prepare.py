@@ -1,0 +1,116 @@
+"""Make the split's tokenizer available next to its shards: copy a given model, or train one.
+
+Either way the dataset directory ends up self-contained, with ``tokenizer.model`` (and
+``tokenizer.vocab`` when trained) whose sha256 the manifest records. Training runs the
+sampling stage (``pipeline.tokenize.training_sample``) as a Beam pipeline of its own, then
+SentencePiece in this process on the sample.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from common import storage
+from common.errors import PilepackError
+from pipeline.config import ReadConfig, TokenizerTrainingConfig
+from tokenizer.model_info import ModelInfo, describe, parse_model
+from tokenizer.spec import MODEL_FILENAME
+
+log = logging.getLogger(__name__)
+
+SAMPLE_DIR = "tokenizer_sample"
+MAX_PIECE_BYTES = 4096
+
+
+class TokenizerError(PilepackError, ValueError):
+    """A tokenizer that cannot be read, trained or used for this dataset."""
+
+
+def copy_model(source: str, directory: str) -> tuple[str, bytes]:
+    from tokenizer.encoder import load_model_bytes
+
+    target = storage.join(directory, MODEL_FILENAME)
+    try:
+        model = load_model_bytes(source)
+    except OSError as err:
+        raise TokenizerError(f"--tokenizer_model {source!r} cannot be read: {err}") from err
+    parse_model(model, source=f"--tokenizer_model {source}")  # before it is copied anywhere
+    if source != target:
+        with storage.atomic_open(target, "wb") as handle:
+            handle.write(model)
+    return target, model
+
+
+def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
+                   training: TokenizerTrainingConfig, beam_args: list[str]) -> dict:
+    """Sampling pipeline, then SentencePiece training into ``output``; returns the record the
+    manifest keeps about the training."""
+    from pipeline.tokenize.training_sample import DrawTokenizerSample, load_sample
+    from tokenizer.spec import TrainOptions
+    from tokenizer.train import train_from_texts
+
+    sample_dir = storage.join(output, SAMPLE_DIR)
+    fs, stripped = storage.filesystem(sample_dir)
+    if fs.exists(stripped):
+        fs.rm(stripped, recursive=True)
+    started = time.time()
+    with beam.Pipeline(options=PipelineOptions(beam_args)) as p:
+        files = p | "ListInputs" >> beam.Create(inputs)
+        files | "Sample" >> DrawTokenizerSample(
+            config=read, sample_bytes=training.tokenizer_sample_bytes, seed=training.seed,
+            directory=sample_dir, max_piece_bytes=MAX_PIECE_BYTES,
+        )
+    pieces = load_sample(sample_dir) if fs.exists(stripped) else []
+    sampling_seconds = time.time() - started
+    if not pieces:
+        raise TokenizerError(
+            f"no text to train a tokenizer on in --input {input_desc!r} (every document was "
+            "filtered or rejected); check --include_subsets/--exclude_subsets or give "
+            "--tokenizer_model"
+        )
+    per_subset: dict[str, int] = {}
+    for subset, text in pieces:
+        per_subset[subset] = per_subset.get(subset, 0) + len(text.encode("utf-8"))
+    options = TrainOptions(vocab_size=training.vocab_size, seed=training.seed,
+                           num_threads=training.threads)
+    log.info("training a %d-piece tokenizer on %d sample pieces (%d bytes)",
+             training.vocab_size, len(pieces), sum(per_subset.values()))
+    trained = train_from_texts(texts=(text for _, text in pieces), output_dir=output,
+                               options=options)
+    fs.rm(stripped, recursive=True)
+    return {
+        "sample_bytes": sum(per_subset.values()),
+        "sample_pieces": len(pieces),
+        "sample_bytes_by_subset": dict(sorted(per_subset.items())),
+        "seed": training.seed,
+        "requested_vocab_size": training.vocab_size,
+        "sampling_seconds": round(sampling_seconds, 3),
+        "training_seconds": round(trained.train_seconds, 3),
+    }
+
+
+def prepare_tokenizer(*, config, inputs, beam_args) -> ModelInfo:
+    """The run's tokenizer in ``config.output``: copied from --tokenizer_model, or trained."""
+    if config.tokenizer_model:
+        path, model = copy_model(config.tokenizer_model, config.output)
+        info = describe(path, model=model)
+    else:
+        record = train_on_input(inputs=inputs, input_desc=config.input, output=config.output,
+                                read=config.read, training=config.training,
+                                beam_args=beam_args)
+        info = describe(storage.join(config.output, MODEL_FILENAME), trained=record)
+    if info.pad_id < 0 and config.last_record == "pad":
+        raise TokenizerError(
+            f"tokenizer {config.tokenizer_model} has no pad id, so partial records cannot be "
+            "padded; use --last_record=drop or a model with a pad piece"
+        )
+    if info.eos_id < 0:
+        raise TokenizerError(f"tokenizer {info.path} has no eos id; documents cannot be separated")
+    if not info.lossless:
+        log.warning("tokenizer %s is not lossless (normalization or whitespace folding): "
+                    "decoded text will differ from the input", info.path)
+    return info

@@ -1,0 +1,76 @@
+"""Stage 4a, WriteParts: each packed chunk's framed records -> one part file, atomically.
+
+A part is named by its chunk's (epoch, input file, chunk) key (``shard_plan.part_path``), so
+a retried or duplicated bundle rewrites the same bytes under the same name, and any worker may
+write any chunk. The parts are cut into shards once all exist (``pipeline.write.shards``) and are
+deleted when the manifest is committed.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from common import storage
+from pipeline.quality.mixture import BeforeMixture
+from pipeline.tokenize.subset_stats import summed
+from pipeline.write import progress
+from pipeline.write.pack import PackedChunk
+from pipeline.write.shard_plan import PartInfo, part_path
+from schemas.records import TOKENS, RecordSpec, frame_examples
+
+CHUNK_STATS = "chunk_stats"
+SUBSET_METRICS = "pilepack.subsets"  # Beam counters "<pile_set_name>/<documents|bytes|tokens>"
+
+
+def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...]:
+    """(record index, padding tokens) of every record holding padding."""
+    pads = (features[TOKENS] == pad_id).sum(axis=1)
+    return tuple((int(i), int(pads[i])) for i in pads.nonzero()[0])
+
+
+def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: int) -> PartInfo:
+    relative = part_path(file_index=chunk.file_index, chunk_index=chunk.chunk_index,
+                         epoch=chunk.epoch)
+    data = frame_examples(chunk.features, spec)  # every record framed, as one bytes object
+    with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
+        handle.write(data)
+    return PartInfo(file_index=chunk.file_index, chunk_index=chunk.chunk_index, path=relative,
+                    records=len(chunk.features[TOKENS]), bytes=len(data),
+                    padded=padded_records(chunk.features, pad_id=pad_id), epoch=chunk.epoch)
+
+
+class _WritePartFn(beam.DoFn):
+    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int):
+        self._directory = directory
+        self._spec = spec
+        self._pad_id = pad_id
+
+    def process(self, chunk: PackedChunk):
+        info = write_part(chunk, directory=self._directory, spec=self._spec, pad_id=self._pad_id)
+        beam.metrics.Metrics.counter("write", "records").inc(info.records)
+        if chunk.epoch == 0:  # for the launcher's progress (pipeline.write.progress), and the runner's UI
+            done = summed(chunk.subsets.values())
+            progress.write_sidecar(self._directory, info.path, file_index=chunk.file_index,
+                                   input_offset=chunk.input_offset, documents=done.documents,
+                                   text_bytes=done.bytes, tokens=done.tokens)
+            for name, stats in chunk.subsets.items():
+                for field in ("documents", "bytes", "tokens"):
+                    beam.metrics.Metrics.counter(SUBSET_METRICS, f"{name}/{field}").inc(
+                        getattr(stats, field))
+        yield info
+        # Per-chunk statistics travel on to the manifest.
+        yield beam.pvalue.TaggedOutput(CHUNK_STATS, (chunk.stats, chunk.subsets))
+        if chunk.before is not None:
+            yield beam.pvalue.TaggedOutput(CHUNK_STATS, BeforeMixture(chunk.before))
+
+
+class WriteParts(beam.PTransform):
+    """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: (PackStats, subsets)}."""
+
+    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int):
+        super().__init__()
+        self._fn = _WritePartFn(directory=directory, spec=spec, pad_id=pad_id)
+
+    def expand(self, chunks):
+        return chunks | "WritePartFiles" >> beam.ParDo(self._fn).with_outputs(
+            CHUNK_STATS, main="parts")

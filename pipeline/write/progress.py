@@ -1,0 +1,138 @@
+"""Progress of a running split, seen from the launching process, whatever the runner.
+
+Each written part leaves a small sidecar, ``.parts/<part>.progress.json``: the chunk's documents,
+text bytes and tokens, and how far into its input file (in compressed bytes) the chunk ended.
+The launcher polls the sidecars (``Watcher``): done = the sum of the counts; consumed input =
+per input file, the furthest offset seen; percent and ETA = consumed / total compressed input.
+So progress works the same for the in-process DirectRunner, its worker processes and a cluster
+writing to S3, and needs nothing from the runner. A terminal gets a ``rich`` progress bar;
+anything else one log line about every ``LOG_EVERY_S`` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+
+from common import storage
+from pipeline.write.shard_plan import PARTS_DIR
+
+log = logging.getLogger("pilepack.progress")
+
+SUFFIX = ".progress.json"
+LOG_EVERY_S = 10.0
+POLL_S = {"local": 1.0, "object_store": 10.0}  # listing an object store costs requests
+
+
+def write_sidecar(directory: str, part: str, *, file_index: int, input_offset: int,
+                  documents: int, text_bytes: int, tokens: int) -> None:
+    row = {"file": file_index, "offset": input_offset, "documents": documents,
+           "text_bytes": text_bytes, "tokens": tokens}
+    with storage.atomic_open(storage.join(directory, part + SUFFIX), "wb") as handle:
+        handle.write(json.dumps(row).encode())
+
+
+class Tally:
+    """What the sidecars seen so far add up to (pure: tests feed it rows)."""
+
+    def __init__(self, *, total_input_bytes: int):
+        self.total = max(1, total_input_bytes)
+        self.documents = self.text_bytes = self.tokens = 0
+        self._offsets: dict[int, int] = {}
+
+    def add(self, row: dict) -> None:
+        self.documents += row["documents"]
+        self.text_bytes += row["text_bytes"]
+        self.tokens += row["tokens"]
+        self._offsets[row["file"]] = max(self._offsets.get(row["file"], 0), row["offset"])
+
+    @property
+    def consumed(self) -> int:
+        return min(self.total, sum(self._offsets.values()))
+
+    @property
+    def fraction(self) -> float:
+        return self.consumed / self.total
+
+    def line(self, seconds: float) -> str:
+        rate = self.text_bytes / 1e6 / seconds if seconds > 0 else 0.0
+        eta = ""
+        if 0 < self.fraction < 1:
+            left = seconds * (1 - self.fraction) / self.fraction
+            eta = f", ETA {int(left // 60)}m{int(left % 60):02d}s"
+        return (f"{self.fraction:.1%} of the input ({self.consumed / 1e6:,.1f} of "
+                f"{self.total / 1e6:,.1f} MB compressed): {self.documents:,} documents, "
+                f"{self.text_bytes / 1e6:,.1f} MB of text, {self.tokens:,} tokens, "
+                f"{rate:.2f} MB/s{eta}")
+
+
+class Watcher:
+    """Polls ``<output>/.parts`` in a daemon thread while the pipeline runs (``with`` block)."""
+
+    def __init__(self, *, output: str, split: str, total_input_bytes: int,
+                 poll_s: float | None = None, tty: bool | None = None):
+        self._fs, root = storage.filesystem(storage.join(output, PARTS_DIR))
+        self._root = root.rstrip("/")
+        self._split = split
+        self.tally = Tally(total_input_bytes=total_input_bytes)
+        self._seen: set[str] = set()
+        self._poll_s = poll_s or POLL_S["object_store" if storage.is_object_store(self._fs)
+                                        else "local"]
+        self._tty = sys.stderr.isatty() if tty is None else tty
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pilepack-progress", daemon=True)
+
+    def __enter__(self) -> "Watcher":
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def poll(self) -> None:
+        try:
+            paths = [p for p in self._fs.find(self._root) if p.endswith(SUFFIX)]
+        except (OSError, FileNotFoundError):
+            return
+        for path in paths:
+            if path in self._seen:
+                continue
+            try:
+                with self._fs.open(path, "rb") as handle:
+                    self.tally.add(json.loads(handle.read()))
+            except (OSError, ValueError, KeyError):
+                continue  # removed at the commit, or being written: the next poll sees it
+            self._seen.add(path)
+
+    def _run(self) -> None:
+        if self._tty:
+            self._run_bar()
+            return
+        last = time.monotonic()
+        while not self._stop.wait(self._poll_s):
+            self.poll()
+            now = time.monotonic()
+            if now - last >= LOG_EVERY_S and self.tally.documents:
+                log.info("[%s] %s", self._split, self.tally.line(now - self._started))
+                last = now
+
+    def _run_bar(self) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        columns = (TextColumn(f"[{self._split}]", markup=False), BarColumn(),
+                   TextColumn("{task.percentage:>5.1f}%"),
+                   TextColumn("{task.fields[detail]}", markup=False), TimeRemainingColumn())
+        with Progress(*columns, transient=True) as bar:
+            task = bar.add_task(self._split, total=self.tally.total, detail="")
+            while not self._stop.wait(min(self._poll_s, 1.0)):
+                self.poll()
+                t = self.tally
+                seconds = time.monotonic() - self._started
+                bar.update(task, completed=t.consumed, detail=(
+                    f"{t.documents:,} docs, {t.text_bytes / 1e6:,.1f} MB, {t.tokens:,} tokens, "
+                    f"{t.text_bytes / 1e6 / max(seconds, 1e-9):.2f} MB/s"))
