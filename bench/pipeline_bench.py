@@ -54,7 +54,7 @@ VARIANTS = {
     "default": [],
     "sentencepiece": ["--encoder=sentencepiece"],  # the word-cache backend in its process pool
     "gigatoken-processes": ["--encoder=gigatoken", "--encode_processes=2"],
-    "gigatoken-1-thread": ["--encoder=gigatoken", "--encode_processes=1", "--num_threads=1"],
+    "gigatoken-1-thread": ["--encoder=gigatoken", "--encode_processes=1", "--encoder_threads=1"],
     "guard-specials-only": ["--encoder_check_every=0"],
     "guard-every-8": ["--encoder_check_every=8"],
 }
@@ -70,7 +70,7 @@ class Options:
         "", help="SentencePiece model for both sides; empty: train one (32k BPE) on the corpus"
     )
     reps: int = flag(3, help="interleaved encoder/pipeline repetitions")
-    threads: int = flag(os.cpu_count() or 1, help="encoder threads and pipeline --num_threads")
+    threads: int = flag(os.cpu_count() or 1, help="encoder threads and pipeline --encoder_threads")
     variants: tuple[str, ...] = flag(
         ("default",), help=f"comma list of pipeline variants run each rep: {', '.join(VARIANTS)}")
     rss_scaling: bool = flag(False, help="also compare peak memory on one file and four copies")
@@ -133,7 +133,7 @@ def child_pipeline(corpus: str, model: str, threads: int, output: str,
 
     started, cpu = time.perf_counter(), _cpu()
     code = run.main(["--input", corpus, "--output", output, "--tokenizer_model", model,
-                     "--seq_len=2048", f"--num_threads={threads}", "--overwrite",
+                     "--seq_len=2048", f"--encoder_threads={threads}", "--overwrite",
                      "--runner=DirectRunner", *extra])
     seconds, cpu = time.perf_counter() - started, _cpu() - cpu
     if code:

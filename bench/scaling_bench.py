@@ -1,11 +1,11 @@
 """Scale-out on ONE input file, and bounded memory on the default path (issue: scale-out).
 
     python -m bench.scaling_bench --corpus=FILE[,FILE...] [--tokenizer_model=PATH] [--reps=3]
-                                  [--copies=1] [--encoder=auto]
+                                  [--copies=1] [--encoder=auto] [--write_rates=PATH]
 
 Scaling: one input file (several ``--corpus`` files, or ``--copies`` of them, are concatenated
 into one first: zstd frames, gzip members and JSON Lines all concatenate; a bigger file makes
-the runs' fixed start-up cost a smaller part of them), ``--encode_processes=1 --num_threads=1``
+the runs' fixed start-up cost a smaller part of them), ``--encode_processes=1 --encoder_threads=1``
 (one encoder thread in each worker: a worker is one core, whatever the encoder backend),
 ``--runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=N`` for
 N = 1 and N = 2, interleaved (1, 2, 1, 2, ...), each run a fresh ``python -m pipeline.run``.
@@ -13,10 +13,15 @@ Throughput is the run's own figure (text MB over the seconds ``pipeline.run`` re
 listing the input to the committed manifest, imports excluded); the report gives the median
 of the per-rep ratios 2 workers / 1 worker.
 
-Memory: the default path (in-memory DirectRunner, default options: fan-out off, one encoder
-process per core) on the file and on four copies of it (four input files): the peak of the
-RSS summed over the whole process tree (the run and every process it started), polled every
-20 ms with psutil (bench.process_tree). Every scaling run's tree peak is reported too.
+Memory: the default path (in-memory DirectRunner, default options: fan-out off, the compiled
+encoder in a thread per core) on the file and on four copies of it (four input files): the peak
+of the RSS summed over the whole process tree (the run and every process it started), polled
+every 20 ms with psutil (bench.process_tree). Every scaling run's tree peak is reported too.
+
+Rates: ``--write_rates=PATH`` (the dry run's file is ``pipeline/launch/dry_run_rates.json``)
+sets, in that file, the entry of the backend the scaling runs used (from their manifest) to
+the two-worker median text MB per CPU-second, with this command, the corpus and the date as
+its ``source`` (``pipeline.launch.dry_run_rates``); the other backends' entries are kept.
 
 Default corpus: the built-in sample's train files; BENCHMARKS.md's figures come from a 50 MB
 Pile-format corpus: ``--corpus="$DEV/00.jsonl.zst,$DEV/01.jsonl.zst,$DEV/02.jsonl.zst"``.
@@ -25,8 +30,10 @@ Pile-format corpus: ``--corpus="$DEV/00.jsonl.zst,$DEV/01.jsonl.zst,$DEV/02.json
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -53,6 +60,9 @@ class Options:
     encoder: str = flag("auto", choices=("auto", "sentencepiece", "gigatoken"),
                         help="pipeline.run --encoder of the scaling runs")
     memory: bool = flag(True, help="also measure the default path's peak memory at 1x and 4x")
+    write_rates: str = flag(
+        "", help="set the used backend's text MB per CPU-second (two workers, median) in this "
+                 "rates file for --dry_run, e.g. pipeline/launch/dry_run_rates.json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,14 +123,15 @@ def train_model(input_path: str, workdir: str) -> str:
     return os.path.join(output, "tokenizer.model")
 
 
-def scaling(input_path: str, model: str, workdir: str, reps: int, encoder: str) -> None:
+def scaling(input_path: str, model: str, workdir: str, reps: int, encoder: str) -> float:
+    """Run and print the scaling table; return the two-worker median text MB per CPU-second."""
     rows = []
     for rep in range(reps):
         row = {}
         for workers in (1, 2):
             row[workers] = pipeline(input_path, model, os.path.join(workdir, "out"), [
                 *MULTI, f"--direct_num_workers={workers}", "--encode_processes=1",
-                "--num_threads=1", f"--encoder={encoder}"])
+                "--encoder_threads=1", f"--encoder={encoder}"])
             if row[workers].workers != workers:
                 raise SystemExit(f"expected {workers} worker(s) to tokenize, the run reports "
                                  f"{row[workers].workers}")
@@ -131,7 +142,7 @@ def scaling(input_path: str, model: str, workdir: str, reps: int, encoder: str) 
             + f", ratio {row[2].text_mb_per_s / row[1].text_mb_per_s:.3f}", flush=True)
     med = statistics.median
     ratios = [r[2].text_mb_per_s / r[1].text_mb_per_s for r in rows]
-    print(f"\n| multi_processing DirectRunner, one file, --encode_processes=1 --num_threads=1 "
+    print(f"\n| multi_processing DirectRunner, one file, --encode_processes=1 --encoder_threads=1 "
           f"--encoder={encoder} | text MB/s | cores busy | text MB per CPU-second | "
           "peak RSS of the process tree |")
     print("|---|---:|---:|---:|---:|")
@@ -143,6 +154,30 @@ def scaling(input_path: str, model: str, workdir: str, reps: int, encoder: str) 
     print(f"median ratio 2 workers / 1 worker: {med(ratios):.3f} "
           f"(per rep: {', '.join(f'{r:.3f}' for r in ratios)}); per core at 2 workers: "
           f"{med(r[2].text_mb_per_s for r in rows) / 2:.2f} MB/s of text")
+    return med(r[2].mb_per_cpu_second for r in rows)
+
+
+def write_rates(path: str, *, rate: float, output: str, argv: list[str], options: Options,
+                input_path: str) -> None:
+    """Set the backend of the run at ``output`` (the one that encoded the most documents) to
+    ``rate`` in the dry run's rates file at ``path``, with where it came from."""
+    from pipeline.launch.dry_run_rates import write_rate
+    from schemas import manifest
+
+    doc = manifest.load(output).doc
+    backend = max(doc["encoder"]["backends"], key=lambda b: b["documents"])["name"]
+    corpus = options.corpus or "the built-in sample's train files"
+    write_rate(path, backend=backend, text_mb_per_cpu_second=rate, source={
+        "command": shlex.join(["python", "-m", "bench.scaling_bench", *argv]),
+        "corpus": (f"{corpus}, concatenated {options.copies} time(s) into one file: "
+                   f"{os.path.getsize(input_path):,} bytes, "
+                   f"{doc['totals']['text_bytes'] / 1e6:.1f} MB of text"),
+        "date": datetime.date.today().isoformat(),
+        "measured": (f"two multi_processing DirectRunner workers, --encode_processes=1 "
+                     f"--encoder_threads=1, median of {options.reps} interleaved reps, "
+                     f"{os.cpu_count()} cores"),
+    })
+    print(f"wrote {backend}: {rate:.2f} text MB per CPU-second to {path}")
 
 
 def memory(input_path: str, model: str, workdir: str) -> None:
@@ -162,6 +197,7 @@ def memory(input_path: str, model: str, workdir: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog="python -m bench.scaling_bench", description=__doc__)
     add_flags(parser, Options)
+    argv = sys.argv[1:] if argv is None else argv
     options = from_args(Options, parser.parse_args(argv))
     if options.reps < 1 or options.copies < 1:
         raise ConfigError(f"--reps and --copies must be >= 1, got {options.reps}, "
@@ -172,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         model = options.tokenizer_model or train_model(input_path, workdir)
         print(f"input: one file, {os.path.getsize(input_path):,} bytes; model: {model}; "
               f"{os.cpu_count()} cores", flush=True)
-        scaling(input_path, model, workdir, options.reps, options.encoder)
+        rate = scaling(input_path, model, workdir, options.reps, options.encoder)
+        if options.write_rates:
+            write_rates(options.write_rates, rate=rate, output=os.path.join(workdir, "out"),
+                        argv=argv, options=options, input_path=input_path)
         if options.memory:
             memory(input_path, model, workdir)
     finally:

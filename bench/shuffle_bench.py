@@ -3,10 +3,11 @@
     python -m bench.shuffle_bench [--manifest=PATH] [--records=N] [--seq_len=L]
                                   [--records_per_part=K] [--shard_bytes=B] [--reps=5]
 
-Both write the same split from the same part files (``pipeline.write.parts``) in this process,
-without Beam, on local disk: A cuts the parts in order (``pipeline.write.shards.assemble_shard``:
-whole byte ranges), B writes the globally shuffled shards (``pipeline.write.shuffled``: one
-read per record, grouped by part, a window at a time). Parts hold the records of a real
+Both write the same split from the same part files (``pipeline.write.parts``) with the one
+shard writer (``pipeline.write.shards.assemble_shard``), in this process, without Beam, on local
+disk: A in the input's order (``pipeline.write.order.InputOrder``: whole byte ranges), B
+globally shuffled (``ShuffledOrder``: one read per record, grouped by part, a window at a
+time). Parts hold the records of a real
 dataset (``--manifest``: its shards' records, cut into parts of ``--records_per_part``, the
 size of a ``--chunk_bytes`` chunk), or ``--records`` synthetic ones. Interleaved A, B, A, B;
 medians; the page cache holds the parts, as it does in a run.
@@ -21,11 +22,11 @@ import time
 
 import numpy as np
 
+from pipeline.write.order import plan_ordered_shards
 from pipeline.write.pack import PackedChunk, PackStats
 from pipeline.write.parts import write_part
-from pipeline.write.shard_plan import plan_shards, records_per_shard
+from pipeline.write.shard_plan import records_per_shard
 from pipeline.write.shards import assemble_shard
-from pipeline.write.shuffled import assemble_shuffled_shard, plan_shuffled_shards
 from schemas.records import RecordSpec, frame_bytes, iter_tfrecord_frames, token_dtype_for_vocab
 
 
@@ -75,18 +76,18 @@ def main(argv=None) -> int:
     per_shard = records_per_shard(shard_bytes=args.shard_bytes, frame_bytes=size)
     with tempfile.TemporaryDirectory() as tmp:
         parts = write_parts(tmp, spec, rows, args.records_per_part)
-        plain = plan_shards(parts, split="a", per_shard=per_shard, seq_len=spec.seq_len,
-                            frame_bytes=size)
-        table, shuffled = plan_shuffled_shards(parts, split="b", per_shard=per_shard,
-                                               seq_len=spec.seq_len, frame_bytes=size, seed=0)
+        in_order, plain = plan_ordered_shards(parts, split="a", per_shard=per_shard,
+                                              seq_len=spec.seq_len, frame_bytes=size)
+        permuted, shuffled = plan_ordered_shards(parts, split="b", per_shard=per_shard,
+                                                 seq_len=spec.seq_len, frame_bytes=size, seed=0)
 
         def write_plain():
             for plan in plain:
-                assemble_shard(plan, directory=tmp, frame_bytes=size)
+                assemble_shard(plan, directory=tmp, frame_bytes=size, order=in_order)
 
         def write_shuffled():
             for plan in shuffled:
-                assemble_shuffled_shard(plan, table=table, directory=tmp, frame_bytes=size)
+                assemble_shard(plan, directory=tmp, frame_bytes=size, order=permuted)
 
         times = {"in order": [], "shuffled": []}
         for _ in range(args.reps):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
+import importlib
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 
 from common.errors import error_from_text, find_error
@@ -53,7 +56,7 @@ LOCAL_WORKER_ENV = "PILEPACK_LOCAL_WORKER"
 
 class _HideErrorTracebacks:
     """A text stream passing everything on but the traceback of a PilepackError (and the line
-    end written right after it)."""
+    end ``print`` writes right after it)."""
 
     def __init__(self, stream):
         self._stream = stream
@@ -74,11 +77,17 @@ class _HideErrorTracebacks:
 
 def hide_worker_error_tracebacks() -> None:
     """In a worker process of Beam's local runner, started by a command with
-    ``LOCAL_WORKER_ENV`` set: the worker logs a failed bundle (its log also reaches the
-    command, which relays it) and prints its traceback, both to the user's terminal, and the
-    command then reports a PilepackError once, as one line. The worker's log handlers get
-    ``HideUserErrors``, as the command's own have, and its stderr drops such tracebacks; any
-    other error is logged and printed as before."""
+    ``LOCAL_WORKER_ENV`` set (it writes to the command's terminal), keep a failed bundle's
+    PilepackError from reaching that terminal twice: the command reports it once, as one line.
+
+    Beam's ``SdkHarness._execute`` (``apache_beam/runners/worker/sdk_worker.py``) reports a
+    failed bundle two ways: ``_LOGGER.error(...)`` with the traceback, which the worker's log
+    handlers get ``HideUserErrors`` for (as the command's own have), and before that
+    ``print(traceback.format_exc(), file=sys.stderr)``, which no logger, filter or option
+    reaches: the runner starts the worker (``python -m ...sdk_worker_main``, a fixed command)
+    with the command's file descriptor 2. So ``sys.stderr`` -- the Python stream only, never
+    the descriptor -- drops a write that is a PilepackError's traceback; everything else, any
+    other error's traceback included, passes unchanged."""
     if os.environ.get(LOCAL_WORKER_ENV) != "1" or isinstance(sys.stderr, _HideErrorTracebacks):
         return
     for handler in logging.getLogger().handlers:
@@ -111,6 +120,12 @@ NOISE = (
 
 class HideNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
+        # The portable runner relays the job service's messages ("starting control server
+        # on port ...", "Completed job in ...") through the root logger; its warnings and
+        # errors still show.
+        if record.name == "root" and record.module == "portable_runner" \
+                and record.levelno < logging.WARNING:
+            return False
         try:
             message = record.getMessage()
         except Exception:  # a malformed record is not ours to judge
@@ -119,25 +134,58 @@ class HideNoise(logging.Filter):
 
 
 def import_tensorflow():
-    """``import tensorflow``, its C++ start-up banners (oneDNN, CUDA probing, absl's "before
-    InitializeLog" notice) kept off the terminal: TensorFlow writes them to file descriptor 2
-    before any Python logging exists, and TF_CPP_MIN_LOG_LEVEL no longer stops all of them.
-    TF_CPP_MIN_LOG_LEVEL=0 in the environment shows them. Python errors still propagate."""
+    """``import tensorflow`` without its C++ start-up banners (oneDNN, CUDA probing, absl's
+    "before InitializeLog" notice) on the terminal. TF_CPP_MIN_LOG_LEVEL (``quiet_tensorflow``)
+    quiets TensorFlow's own log, but absl writes whatever is logged before
+    ``absl::InitializeLog()`` to file descriptor 2 at any level, so during the import only,
+    ``import_quietly`` captures the descriptor. TF_CPP_MIN_LOG_LEVEL=0 in the environment shows
+    everything."""
     if os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0" or "tensorflow" in sys.modules:
         import tensorflow
 
         return tensorflow
     quiet_tensorflow()
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
+    return import_quietly("tensorflow")
+
+
+# What a quiet import wrote, kept if the process dies during it (see import_quietly).
+CAPTURE_PREFIX = "pilepack-import-"
+
+
+def import_quietly(name: str):
+    """Import module ``name`` with file descriptor 2 pointed at a temporary file, which is
+    deleted afterwards. If the import raises, what the file holds is written to stderr first
+    (a missing CUDA library, a driver too old), then the error propagates. If the process dies
+    in the import (a CUDA or driver abort), ``faulthandler`` reports it on the real descriptor
+    2 and the file (``CAPTURE_PREFIX*.log`` in the temporary directory) is left behind."""
     try:
-        import tensorflow
+        capture = tempfile.NamedTemporaryFile(prefix=CAPTURE_PREFIX + name + "-", suffix=".log",
+                                              delete=False)
+    except OSError:  # no writable temporary directory: rather the banners than no import
+        return importlib.import_module(name)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    handler_was_on = faulthandler.is_enabled()
+    try:
+        os.dup2(capture.fileno(), 2)
+        if not handler_was_on:  # one already on (-X faulthandler, pytest) keeps its own file
+            faulthandler.enable(file=saved)
+        try:
+            return importlib.import_module(name)
+        except Exception:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            capture.seek(0)
+            sys.stderr.write(capture.read().decode("utf-8", errors="replace"))
+            raise
     finally:
+        sys.stderr.flush()
         os.dup2(saved, 2)
+        if not handler_was_on:
+            faulthandler.disable()
         os.close(saved)
-        os.close(devnull)
-    return tensorflow
+        capture.close()
+        os.unlink(capture.name)
 
 
 # Commands that import TensorFlow at start-up (python -m <module>).

@@ -1,7 +1,9 @@
-"""Paths and atomic writes for local, EFS/mounted and ``s3://`` locations (fsspec).
+"""Paths and atomic writes for local, EFS/mounted, ``s3://`` and ``gs://`` locations (fsspec).
 
 S3 endpoints and credentials come from the standard AWS chain (``AWS_ENDPOINT_URL``,
-``AWS_ACCESS_KEY_ID``, profiles, instance roles); nothing here reads or logs them.
+``AWS_ACCESS_KEY_ID``, profiles, instance roles); GCS ones (gcsfs, in the ``dataflow`` extra)
+from Google's (application default credentials, ``STORAGE_EMULATOR_HOST``); nothing here reads
+or logs them.
 """
 
 from __future__ import annotations
@@ -21,10 +23,24 @@ from common.errors import PilepackError
 TMP_MARKER = ".inprogress-"
 
 
+# The extra that brings a URL scheme's file system, where the base install lacks it.
+EXTRA_FOR_SCHEME = {"gs": "dataflow", "gcs": "dataflow"}
+
+
 def filesystem(path: str):
     """(fsspec filesystem, path without protocol) for a local path or a URL."""
-    fs, stripped = fsspec.core.url_to_fs(path)
+    try:
+        fs, stripped = fsspec.core.url_to_fs(path)
+    except ImportError as err:  # fsspec's "Install gcsfs to access Google Storage"
+        scheme = path.split("://", 1)[0] if "://" in path else ""
+        extra = EXTRA_FOR_SCHEME.get(scheme)
+        fix = f" (pip install 'pilepack[{extra}]' brings it)" if extra else ""
+        raise MissingFilesystemError(f"{path}: {err}{fix}") from err
     return fs, stripped
+
+
+class MissingFilesystemError(PilepackError, ImportError):
+    """A URL whose scheme needs a file system package that is not installed."""
 
 
 def protocol(fs) -> str:
@@ -69,7 +85,8 @@ def atomic_open(path: str, mode: str = "wb"):
             yield handle
         except BaseException:
             # fsspec's __exit__ (and __del__) would close() the file, which *completes* the
-            # upload of the partial object: abort it instead (s3fs: abort the multipart upload).
+            # upload of the partial object: abort it instead (s3fs: abort the multipart upload;
+            # gcsfs: cancel the resumable upload).
             with contextlib.suppress(Exception):
                 handle.discard()
             with contextlib.suppress(Exception):

@@ -16,7 +16,14 @@ import numpy as np
 
 from schemas import manifest
 from schemas.dataset_spec import DatasetSpec
-from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, frame_tfrecord, serialize_example
+from schemas.records import (
+    POSITIONS,
+    SEGMENT_IDS,
+    TOKENS,
+    RecordSpec,
+    frame_tfrecord,
+    serialize_example,
+)
 
 PAD, EOS = 0, 1
 TOKENIZER_BYTES = b"not a real sentencepiece model, only its bytes are hashed"
@@ -44,55 +51,52 @@ def random_records(
     return [rng.integers(low, high, size=seq_len + 1) for _ in range(count)]
 
 
-def write_dataset(
+def _write_shard(
     directory: str,
     *,
-    shards: list[Iterable[np.ndarray]],
+    name: str,
+    records: Iterable[np.ndarray],
+    spec: RecordSpec,
     seq_len: int,
-    vocab_size: int,
-    with_segments: bool = False,
-    tokenizer_bytes: bytes = TOKENIZER_BYTES,
-    split: str = "train",
-) -> str:
-    """Write ``shards`` (iterables of records) as TFRecord shards + tokenizer + manifest.
+    with_segments: bool,
+) -> dict:
+    """Stream ``records`` to the TFRecord file ``name`` in ``directory``; its manifest entry."""
+    digest, size, count, padding = hashlib.sha256(), 0, 0, 0
+    with open(os.path.join(directory, name), "wb") as handle:
+        for tokens in records:
+            arrays = {TOKENS: tokens}
+            if with_segments:
+                arrays[SEGMENT_IDS], arrays[POSITIONS] = segments_of(tokens)
+            frame = frame_tfrecord(serialize_example(arrays, spec))
+            handle.write(frame)
+            digest.update(frame)
+            size, count, padding = (
+                size + len(frame),
+                count + 1,
+                padding + int((tokens == PAD).sum()),
+            )
+    return {
+        "path": name,
+        "bytes": size,
+        "sha256": digest.hexdigest(),
+        "records": count,
+        "tokens": count * seq_len - padding,
+        "padding_tokens": padding,
+    }
 
-    Records are streamed to disk, so a benchmark can write large shards. Returns the manifest.
-    """
-    os.makedirs(directory, exist_ok=True)
-    dataset_spec = DatasetSpec(seq_len=seq_len, vocab_size=vocab_size, with_segments=with_segments)
-    spec = dataset_spec.record
-    entries = []
-    for index, records in enumerate(shards):
-        name = f"{split}-{index:05d}-of-{len(shards):05d}.tfrecord"
-        digest, size, count, padding = hashlib.sha256(), 0, 0, 0
-        with open(os.path.join(directory, name), "wb") as handle:
-            for tokens in records:
-                arrays = {TOKENS: tokens}
-                if with_segments:
-                    arrays[SEGMENT_IDS], arrays[POSITIONS] = segments_of(tokens)
-                frame = frame_tfrecord(serialize_example(arrays, spec))
-                handle.write(frame)
-                digest.update(frame)
-                size, count, padding = (
-                    size + len(frame),
-                    count + 1,
-                    padding + int((tokens == PAD).sum()),
-                )
-        entries.append(
-            {
-                "path": name,
-                "bytes": size,
-                "sha256": digest.hexdigest(),
-                "records": count,
-                "tokens": count * seq_len - padding,
-                "padding_tokens": padding,
-            }
-        )
-    with open(os.path.join(directory, "tokenizer.model"), "wb") as handle:
-        handle.write(tokenizer_bytes)
+
+def _manifest_doc(
+    *,
+    dataset_spec: DatasetSpec,
+    entries: list[dict],
+    tokenizer_bytes: bytes,
+    split: str,
+) -> dict:
+    """The manifest of ``entries`` (one per shard), as the pipeline writes it; the fields a
+    pipeline run fills from its input (accounting, subsets, config) are empty."""
     layout = dataset_spec.manifest_fields(chunk_bytes=1 << 20)
     layout["packing"]["leading_eos"] = False  # random records, not packed documents
-    doc = {
+    return {
         "format": manifest.FORMAT,
         "version": manifest.VERSION,
         "split": split,
@@ -101,7 +105,7 @@ def write_dataset(
         "tokenizer": {
             "file": "tokenizer.model",
             "sha256": hashlib.sha256(tokenizer_bytes).hexdigest(),
-            "vocab_size": vocab_size,
+            "vocab_size": dataset_spec.vocab_size,
             "special_ids": {"pad": PAD, "eos": EOS, "unk": 2, "bos": 3},
             "lossless": True,
         },
@@ -125,6 +129,40 @@ def write_dataset(
         "config": {},
         "software": {},
     }
+
+
+def write_dataset(
+    directory: str,
+    *,
+    shards: list[Iterable[np.ndarray]],
+    seq_len: int,
+    vocab_size: int,
+    with_segments: bool = False,
+    tokenizer_bytes: bytes = TOKENIZER_BYTES,
+    split: str = "train",
+) -> str:
+    """Write ``shards`` (iterables of records) as TFRecord shards + tokenizer + manifest.
+
+    Records are streamed to disk, so a benchmark can write large shards. Returns the manifest.
+    """
+    os.makedirs(directory, exist_ok=True)
+    dataset_spec = DatasetSpec(seq_len=seq_len, vocab_size=vocab_size, with_segments=with_segments)
+    entries = [
+        _write_shard(
+            directory,
+            name=f"{split}-{index:05d}-of-{len(shards):05d}.tfrecord",
+            records=records,
+            spec=dataset_spec.record,
+            seq_len=seq_len,
+            with_segments=with_segments,
+        )
+        for index, records in enumerate(shards)
+    ]
+    with open(os.path.join(directory, "tokenizer.model"), "wb") as handle:
+        handle.write(tokenizer_bytes)
+    doc = _manifest_doc(
+        dataset_spec=dataset_spec, entries=entries, tokenizer_bytes=tokenizer_bytes, split=split
+    )
     return manifest.write(doc, directory=directory)
 
 

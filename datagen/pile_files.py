@@ -21,6 +21,8 @@ The zstd writer reproduces the layouts a reader must cope with:
   distance matching is left off: it does not change the header and costs ~130 MB per call.
 
 Frames are written in streaming mode, so (like the Pile's) headers carry no content size.
+``write_lines_zst`` compresses lines already encoded (the built-in sample, ``datagen.sample``,
+writes its files with it).
 ``read_zst``, ``read_records`` and ``zst_frames`` read zstd files back the plain way, for checks.
 """
 
@@ -30,7 +32,7 @@ import gzip
 import json
 import os
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import zstandard
 
@@ -113,22 +115,49 @@ def write_jsonl_zst(
     Args:
         path: File to write.
         records: Dicts, or raw lines as ``str``/``bytes``.
+        frames, level, skippable_prefix, long_window, split_line: The layout, as for
+            :func:`write_lines_zst`.
+        line_ending: Appended to every record.
+        final_newline: False drops the last record's line ending.
+
+    Raises:
+        ValueError: As :func:`write_lines_zst`.
+    """
+    lines = encode_lines(records, line_ending=line_ending, final_newline=final_newline)
+    return write_lines_zst(path, lines, frames=frames, level=level,
+                           skippable_prefix=skippable_prefix, long_window=long_window,
+                           split_line=split_line)
+
+
+def write_lines_zst(
+    path: PathLike,
+    lines: Sequence[bytes],
+    *,
+    frames: int = 1,
+    level: int = 3,
+    skippable_prefix: bool = False,
+    long_window: bool = False,
+    split_line: bool = False,
+) -> str:
+    """Compresses ``lines`` (line endings included, as :func:`encode_lines` gives them) into a
+    zstd file; returns the path as ``str``.
+
+    Args:
+        path: File to write.
+        lines: The bytes of each line; the file's content is their concatenation.
         frames: Number of independent zstd frames. The lines are dealt into ``frames``
             consecutive groups of near-equal count (more frames than lines gives empty
             frames, which are valid).
         level: zstd compression level.
         skippable_prefix: Put a skippable frame before the data.
         long_window: Declare a 2 GiB window (window log 31) in every frame header.
-        line_ending: Appended to every record.
         split_line: Move each frame boundary from between two lines into the middle of the
             next line. Needs at least ``frames`` lines, each of two bytes or more.
-        final_newline: False drops the last record's line ending.
 
     Raises:
         ValueError: ``frames`` < 1, or ``split_line`` cannot put every cut inside a line.
     """
-    lines = encode_lines(records, line_ending=line_ending, final_newline=final_newline)
-    chunks = frame_chunks(lines, frames=frames, split_line=split_line)
+    chunks = frame_chunks(list(lines), frames=frames, split_line=split_line)
     if long_window:
         params = zstandard.ZstdCompressionParameters.from_level(level, window_log=LONG_WINDOW_LOG)
         compressor = zstandard.ZstdCompressor(compression_params=params)

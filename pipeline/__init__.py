@@ -2,5 +2,6 @@
 
 from common.cli import hide_worker_error_tracebacks
 
-# In a worker process of Beam's local runner this package is imported to run the stages.
+# A worker process of Beam's local runner imports this package to run the stages; without
+# PILEPACK_LOCAL_WORKER=1 (set by the launching command) this does nothing.
 hide_worker_error_tracebacks()

@@ -44,7 +44,6 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     from pipeline.write.pack import Pack
     from pipeline.write.parts import WriteParts
     from pipeline.write.shards import WriteShards
-    from pipeline.write.shuffled import WriteShuffledShards
     from schemas.dataset_spec import DatasetSpec
 
     spec = DatasetSpec(seq_len=config.seq_len, vocab_size=tokenizer.vocab_size,
@@ -56,7 +55,7 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     chunks = read["chunks"]
     hashes = chunks | "DocHashes" >> WriteDocHashes(directory=config.output)
     tokenized = chunks | "Tokenize" >> Tokenize(
-        model_path=tokenizer.path, num_threads=config.training.num_threads,
+        model_path=tokenizer.path, threads=config.encoder_threads,
         processes=config.encode_processes, pool_if_auto=whole_machine, encoder=config.encoder,
         on_mismatch=config.on_encoder_mismatch, check_every=config.encoder_check_every,
         file_paths=tuple(f.path for f in inputs))
@@ -67,11 +66,10 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
         | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
                                      pad_id=tokenizer.pad_id)
     )
-    shard_options = dict(directory=config.output, split=config.split,
-                         shard_bytes=config.shard_bytes, spec=spec.record)
-    shards = parts.parts | "WriteShards" >> (
-        WriteShuffledShards(**shard_options, seed=config.training.seed)
-        if config.quality.shuffle == "global" else WriteShards(**shard_options))
+    shards = parts.parts | "WriteShards" >> WriteShards(
+        directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
+        spec=spec.record,
+        shuffle_seed=config.training.seed if config.quality.shuffle == "global" else None)
     dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
     (
@@ -85,11 +83,13 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
 
 def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     """Make one split; return its manifest."""
+    import functools
+
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipeline.launch import claim, output_dir
-    from pipeline.launch.beam_options import fanout_enabled, runs_in_one_process
+    from pipeline.launch.beam_options import fanout_enabled, runner_name, runs_in_one_process
     from pipeline.quality import prepare as prepare_quality
     from pipeline.read.inputs import expand_inputs
     from pipeline.tokenize.prepare import prepare_tokenizer
@@ -101,12 +101,20 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     started = time.time()
     inputs = expand_inputs(config.input)
     sources = prepare_quality.resolve(config, inputs)  # a wrong path fails before any work
-    held = claim.claim(config.output)  # before anything in --output is touched
+    held = claim.claim(config.output, runner=runner_name(beam_args),
+                       take_over=config.take_over_claim)  # before anything in --output
+    binding = claim.Binding(output=config.output, held=held, beam_args=beam_args,
+                            cancel_on_interrupt=config.cancel_on_interrupt)
+    run_job = functools.partial(run_to_completion, binding=binding)  # every job, bound in turn
     try:
-        output_dir.prepare(config.output, overwrite=config.overwrite)
-        tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args)
+        output_dir.prepare(config.output, overwrite=config.overwrite, split=config.split,
+                           run_id=held.run_id)
+        tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args,
+                                      run_job=run_job)
         quality = prepare_quality.prepare(config, inputs=inputs, sources=sources,
-                                          model_path=tokenizer.path, beam_args=beam_args)
+                                          model_path=tokenizer.path, beam_args=beam_args,
+                                          fanout=fanout_enabled(config.fanout, beam_args),
+                                          run_job=run_job)
         p = beam.Pipeline(options=PipelineOptions(beam_args))
         build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
                        fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id,
@@ -114,14 +122,15 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
                        quality=quality)
         with Watcher(output=config.output, split=config.split,
                      total_input_bytes=sum(f.bytes for f in inputs)):
-            result = run_to_completion(p)
+            result = run_job(p)
         dataset = manifest_schema.load(config.output)
         if dataset.doc["run_id"] != held.run_id:
             raise claim.OutputClaimed(
                 f"{dataset.manifest_path} was committed by run {dataset.doc['run_id']}, not by "
                 f"this run ({held.run_id}): another job wrote the same --output; check both")
+        output_dir.finish(config.output)
     finally:
-        claim.release(config.output, held)
+        binding.release()  # unless its current job may still be running
     print_summary(dataset.doc, manifest_path=dataset.manifest_path,
                   seconds=time.time() - started, input_bytes=sum(f.bytes for f in inputs),
                   workers=worker_pids(result))
@@ -137,12 +146,16 @@ class WorkerLost(PilepackError):
     """A Beam worker process died during the run and the runner did not retry its work."""
 
 
-def run_to_completion(p):
-    """Run the pipeline; a lost worker becomes a WorkerLost error (no manifest is written,
+def run_to_completion(p, *, binding=None):
+    """Run the pipeline (through ``binding``, a ``pipeline.launch.claim.Binding``: its job
+    bound to the claim); a lost worker becomes a WorkerLost error (no manifest is written,
     and a rerun rewrites parts and shards identically), anything else propagates."""
     try:
-        result = p.run()
-        result.wait_until_finish()
+        if binding is not None:
+            result = binding.run(p)
+        else:
+            result = p.run()
+            result.wait_until_finish()
     except Exception as err:
         text = f"{type(err).__name__}: {err}"
         if find_error(err) is None and any(sign in text for sign in _WORKER_LOST):
@@ -239,10 +252,10 @@ def _run(args, beam_args: list[str]) -> None:
 def run_sample(args, beam_args) -> None:
     """The built-in sample: a train split (training the tokenizer), then a val split with it."""
     from common import storage
-    from datagen.sample.cache import ensure_sample
+    from pipeline.launch.builtin_sample import ensure_builtin_sample
     from tokenizer.spec import MODEL_FILENAME
 
-    sample = ensure_sample()
+    sample = ensure_builtin_sample()  # one error line where datagen/ is not installed
     root = (args.output or SAMPLE_OUTPUT).rstrip("/")
     print(f"built-in sample: {sample.train_paths + [sample.val_path]}")
     train = from_args(PipelineConfig, args, input=",".join(sample.train_paths),

@@ -1,8 +1,8 @@
 """``python -m pipeline.train_tokenizer``: train only a tokenizer, on a sample of Pile files.
 
-Draws the same stratified sample the pipeline draws (``pipeline.tokenize.training_sample``) and trains
-with the same lossless options (``tokenizer.spec``), so the model can later be applied with
-``python -m pipeline.run --tokenizer_model=...``. Beam's flags pass through.
+Draws the same stratified sample the pipeline draws (``pipeline.tokenize.training_sample``) and
+trains with the same lossless options (``tokenizer.spec``), so the model can later be applied
+with ``python -m pipeline.run --tokenizer_model=...``. Beam's flags pass through.
 """
 
 from __future__ import annotations

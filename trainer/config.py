@@ -14,6 +14,8 @@ from common.flags import flag, require
 from trainer.distribute.resolve import BACKENDS, SAGEMAKER_PORT
 from trainer.model.config import PRESETS, GPTConfig
 
+ORDERS = ("global", "files")  # --order; global is the default
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
@@ -36,7 +38,20 @@ class TrainConfig:
         False, help="multiply the learning rate by the number of replicas (Horovod's recipe)"
     )
     seed: int = flag(0, help="initialization and data order")
-    shuffle_buffer: int = flag(10_000, help="records per shuffle buffer")
+    order: str = flag(
+        "global",
+        help="global: step s reads records [s*B, (s+1)*B) of a seeded permutation of all "
+        "records (one per epoch), the same on any number of ranks, so a run resumes on another "
+        "world size; files: each rank reads its own shards (--shuffle_buffer)",
+        choices=ORDERS,
+    )
+    order_block: int = flag(
+        1,
+        help="--order=global: neighbouring records its permutation moves as one (1: each "
+        "record on its own; e.g. 64 on object stores: one request reads 64 records; best on "
+        "splits written with --shuffle=global)",
+    )
+    shuffle_buffer: int = flag(10_000, help="records per shuffle buffer (--order=files)")
     log_every: int = flag(10, help="steps between log lines / metrics rows")
     checkpoint_every: int = flag(500, help="steps between checkpoints")
     keep_checkpoints: int = flag(3, help="checkpoints kept")
@@ -56,7 +71,7 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("steps", "global_batch_size", "log_every", "checkpoint_every",
-                     "keep_checkpoints"):
+                     "keep_checkpoints", "order_block"):
             require(getattr(self, name) >= 1, f"--{name} must be >= 1, got {getattr(self, name)}")
         for name in ("learning_rate", "warmup_steps", "weight_decay", "clip_norm",
                      "shuffle_buffer", "eval_every", "eval_batches"):

@@ -1,5 +1,8 @@
 """Per-rank ``tf.data`` input from a pilepack manifest: shard, read, shuffle, batch, parse.
 
+Training's ``--order=files`` and evaluation; the default ``--order=global`` is
+``trainer.global_order``.
+
 Worked example (``plan_input``): 5 shards of 10, 10, 10, 10, 4 records, 2 pipelines, a
 per-replica batch of 4. Pipeline 0 reads shards 0, 2, 4 (24 records), pipeline 1 shards 1, 3
 (20 records); both yield min(24, 20) // 4 = 5 batches an epoch, so neither waits at an
@@ -126,11 +129,15 @@ def read_records(path: tf.Tensor, *, native: bool) -> tf.data.Dataset:
 
 
 def to_model_inputs(serialized: tf.Tensor, *, spec: RecordSpec, use_segments: bool) -> tuple:
-    """A batch of serialized records -> ({tokens[, segment_ids, positions]}, labels), (B, T).
+    """A batch of serialized records -> ({tokens[, segment_ids, positions]}, labels), (B, T)."""
+    return model_inputs(parse_records(serialized, spec), use_segments=use_segments)
+
+
+def model_inputs(features: dict, *, use_segments: bool) -> tuple:
+    """A batch of records' features, each int32 (B, T + 1) -> (inputs, labels), each (B, T).
 
     Record = T + 1 tokens: inputs are tokens[:-1], labels tokens[1:].
     """
-    features = parse_records(serialized, spec)  # each (B, T + 1)
     inputs = {TOKENS: features[TOKENS][:, :-1]}  # (B, T)
     if use_segments:
         inputs[SEGMENT_IDS] = features[SEGMENT_IDS][:, :-1]  # (B, T)
@@ -170,6 +177,25 @@ def _shuffled_batches(
     return records.batch(window).enumerate().map(shuffle_and_cut).unbatch()
 
 
+def _read_shards(order: tf.Tensor, *, plan: InputPlan) -> tf.data.Dataset:
+    """The records of the shards ``order`` lists (a permutation of ``plan.files``), interleaved
+    deterministically; with ``plan.record_shard``, only this pipeline's share of them."""
+    native = all(_tf_can_read(path) for path in plan.files)
+    local = all(_scheme(path) in ("", "file") for path in plan.files)
+    # Local (and mounted) files: interleave in one thread, which halves the per-record cost;
+    # object stores: read files in parallel to hide request latency.
+    parallel_reads = None if local else tf.data.AUTOTUNE
+    records = tf.data.Dataset.from_tensor_slices(order).interleave(
+        lambda path: read_records(path, native=native),
+        cycle_length=min(len(plan.files), MAX_PARALLEL_FILES),
+        num_parallel_calls=parallel_reads,
+        deterministic=True if parallel_reads else None,
+    )
+    if plan.record_shard:
+        records = records.shard(*plan.record_shard)
+    return records
+
+
 def make_dataset(
     *,
     plan: InputPlan,
@@ -194,26 +220,13 @@ def make_dataset(
         start_batch: batches to skip (resume); skipped batches are read but not parsed.
         use_segments: also yield segment ids and positions (document-boundary masking).
     """
-    native = all(_tf_can_read(path) for path in plan.files)
-    local = all(_scheme(path) in ("", "file") for path in plan.files)
     files = tf.constant(plan.files)
-    cycle = min(len(plan.files), MAX_PARALLEL_FILES)
-    # Local (and mounted) files: interleave in one thread, which halves the per-record cost;
-    # object stores: read files in parallel to hide request latency.
-    parallel_reads = None if local else tf.data.AUTOTUNE
 
     def epoch(e):
         order = files
         if shuffle:
             order = tf.random.experimental.stateless_shuffle(files, seed=tf.stack([seed, e]))
-        records = tf.data.Dataset.from_tensor_slices(order).interleave(
-            lambda path: read_records(path, native=native),
-            cycle_length=cycle,
-            num_parallel_calls=parallel_reads,
-            deterministic=True if parallel_reads else None,
-        )
-        if plan.record_shard:
-            records = records.shard(*plan.record_shard)
+        records = _read_shards(order, plan=plan)
         if shuffle and shuffle_buffer > 1:
             batches = _shuffled_batches(
                 records,
@@ -246,19 +259,24 @@ def plan_for_context(
     *, dataset: Dataset, context: tf.distribute.InputContext, global_batch_size: int
 ) -> InputPlan:
     """``plan_input`` for the pipeline a ``tf.distribute.InputContext`` describes."""
+    return plan_input(
+        dataset=dataset,
+        num_pipelines=context.num_input_pipelines,
+        pipeline_id=context.input_pipeline_id,
+        per_replica_batch=per_replica_batch(context, global_batch_size=global_batch_size),
+        replicas_per_pipeline=context.num_replicas_in_sync // context.num_input_pipelines,
+    )
+
+
+def per_replica_batch(context: tf.distribute.InputContext, *, global_batch_size: int) -> int:
+    """Records per replica and step; ConfigError unless the replicas divide the global batch."""
     replicas = context.num_replicas_in_sync
     if global_batch_size % replicas:
         raise ConfigError(
             f"--global_batch_size {global_batch_size} is not divisible by the {replicas} "
             "replicas; use a multiple of it"
         )
-    return plan_input(
-        dataset=dataset,
-        num_pipelines=context.num_input_pipelines,
-        pipeline_id=context.input_pipeline_id,
-        per_replica_batch=global_batch_size // replicas,
-        replicas_per_pipeline=replicas // context.num_input_pipelines,
-    )
+    return global_batch_size // replicas
 
 
 def steps_per_epoch(

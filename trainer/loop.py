@@ -15,13 +15,13 @@ from common.errors import InputError
 from schemas.manifest import Dataset
 from trainer import checkpoint, compat, run_record
 from trainer.config import TrainConfig
-from trainer.data import make_dataset, plan_for_context
 from trainer.distribute.base import Backend
 from trainer.evaluate import Evaluator
 from trainer.model import GPTConfig, build_model, param_count
 from trainer.observe.telemetry import Telemetry
 from trainer.optim import build_optimizer
 from trainer.step import make_batch_train_step
+from trainer.train_input import log_resume, train_input
 
 log = logging.getLogger(__name__)
 
@@ -68,36 +68,6 @@ def _append_metrics(model_dir: str, row: dict) -> None:
         handle.write(json.dumps(row, sort_keys=True) + "\n")
 
 
-def _train_input(
-    *,
-    backend: Backend,
-    train_data: Dataset,
-    cfg: TrainConfig,
-    start_step: int,
-    use_segments: bool,
-    input_files: list,
-    map_input=None,
-):
-    """The distributed training batches, starting after ``start_step`` global batches."""
-
-    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
-        plan = plan_for_context(
-            dataset=train_data, context=context, global_batch_size=cfg.global_batch_size
-        )
-        input_files.extend(plan.files)
-        dataset = make_dataset(
-            plan=plan,
-            spec=train_data.record_spec,
-            seed=cfg.seed,
-            shuffle_buffer=cfg.shuffle_buffer,
-            use_segments=use_segments,
-            start_batch=start_step * plan.replicas_per_pipeline,
-        )
-        return map_input(dataset) if map_input else dataset
-
-    return backend.distribute_dataset(dataset_fn)
-
-
 def _write_exports(model: keras.Model, *, train_data: Dataset, model_dir: str) -> None:
     """``export/model.keras``, then ``export/saved_model/1`` for serving (chief only).
 
@@ -140,155 +110,221 @@ def train(
     computes. ``map_input`` (tests) transforms each input pipeline's ``tf.data.Dataset``;
     ``export=False`` (benchmarks) skips writing ``export/``.
     """
-    cfg = train_config
-    telemetry = Telemetry(
-        model_dir=model_dir,
-        enabled=backend.is_chief,
-        profile_steps=cfg.profile_steps,
-        sample_every_ms=cfg.sample_system_every_ms,
-    )
-    saved = run_record.read(model_dir)
-    _check_run(
+    run = _Run(
         model_config=model_config,
-        train_data=train_data,
-        eval_data=eval_data,
-        saved=saved,
-        model_dir=model_dir,
-    )
-    with backend.scope():
-        model = build_model(model_config)
-        optimizer = build_optimizer(cfg, num_replicas=backend.num_replicas)
-        optimizer.build(model.trainable_variables)
-        examples_seen = tf.Variable(
-            0,
-            dtype=tf.int64,
-            trainable=False,
-            name="examples_seen",
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-        )
-    checkpointer = checkpoint.Checkpointer(
-        model_dir=model_dir,
-        model=model,
-        optimizer=optimizer,
-        examples_seen=examples_seen,
-        keep=cfg.keep_checkpoints,
-        is_chief=backend.is_chief,
-    )
-    start_step = checkpointer.restore_latest()
-    backend.broadcast_variables([*model.variables, *optimizer.variables, examples_seen])
-
-    data_split = {
-        "train_manifest": train_data.manifest_path,
-        "num_pipelines": backend.world_size,
-        "global_batch_size": cfg.global_batch_size,
-    }
-    if saved is not None and saved.data != data_split:
-        log.warning(
-            "resuming with a different data split (%s, was %s): batches after the "
-            "restart differ from an uninterrupted run's",
-            data_split,
-            saved.data,
-        )
-    if backend.is_chief:
-        log.info("%s; model: %s parameters", backend.describe(), f"{param_count(model_config):,}")
-        if saved is None:
-            record = run_record.RunRecord(
-                model=model_config,
-                train=cfg,
-                data=data_split,
-                tokenizer=compat.tokenizer_identity(train_data),
-            )
-            run_record.write(record, model_dir=model_dir)
-
-    input_files: list[str] = []
-    batches_done = int(examples_seen.numpy()) // cfg.global_batch_size
-    iterator = iter(
-        _train_input(
-            backend=backend,
-            train_data=train_data,
-            cfg=cfg,
-            start_step=batches_done,
-            input_files=input_files,
-            use_segments=model_config.use_segments,
-            map_input=map_input,
-        )
-    )
-    train_step = make_batch_train_step(
-        model=model,
-        optimizer=optimizer,
+        cfg=train_config,
         backend=backend,
-        clip_norm=cfg.clip_norm,
-        xla=cfg.xla,
-        pad_id=train_data.tokenizer["special_ids"]["pad"],
+        train_data=train_data,
+        model_dir=model_dir,
+        eval_data=eval_data,
+        map_input=map_input,
     )
-    evaluator = None
-    if eval_data is not None:
-        evaluator = Evaluator(
-            model=model,
-            backend=backend,
-            dataset=eval_data,
-            global_batch_size=cfg.global_batch_size,
-            max_batches=cfg.eval_batches,
-            xla=cfg.xla,
+    run.steps()
+    return run.end(export=export)
+
+
+class _Run:
+    """One call of ``train`` in three phases: the constructor sets up (refuses a mismatched
+    ``model_dir`` or dataset, builds or restores the model, opens the input), ``steps`` trains,
+    ``end`` exports and reports. Only the chief writes files: each write is gated on
+    ``backend.is_chief`` where it is made, or the checkpointer and telemetry are told so.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_config: GPTConfig,
+        cfg: TrainConfig,
+        backend: Backend,
+        train_data: Dataset,
+        model_dir: str,
+        eval_data: Dataset | None,
+        map_input,
+    ):
+        self.model_config, self.cfg, self.backend = model_config, cfg, backend
+        self.train_data, self.model_dir = train_data, model_dir
+        self.history: list[dict] = []  # one row per logged step
+        self.evals: list[dict] = []  # one row per evaluation
+        self.telemetry = Telemetry(  # first: validates --profile_steps on every rank
+            model_dir=model_dir,
+            enabled=backend.is_chief,
+            profile_steps=cfg.profile_steps,
+            sample_every_ms=cfg.sample_system_every_ms,
+        )
+        saved = run_record.read(model_dir)
+        _check_run(
+            model_config=model_config,
+            train_data=train_data,
+            eval_data=eval_data,
+            saved=saved,
+            model_dir=model_dir,
+        )
+        self._build_and_restore()
+        self._record_run(saved)
+        self._prepare_steps(eval_data=eval_data, map_input=map_input)
+
+    def _build_and_restore(self) -> None:
+        """The model, optimizer and ``examples_seen``, restored from the newest checkpoint (or
+        fresh: ``start_step`` 0), every process holding the chief's values."""
+        with self.backend.scope():
+            self.model = build_model(self.model_config)
+            self.optimizer = build_optimizer(self.cfg, num_replicas=self.backend.num_replicas)
+            self.optimizer.build(self.model.trainable_variables)
+            self.examples_seen = tf.Variable(
+                0,
+                dtype=tf.int64,
+                trainable=False,
+                name="examples_seen",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+        self.checkpointer = checkpoint.Checkpointer(
+            model_dir=self.model_dir,
+            model=self.model,
+            optimizer=self.optimizer,
+            examples_seen=self.examples_seen,
+            keep=self.cfg.keep_checkpoints,
+            is_chief=self.backend.is_chief,
+        )
+        self.start_step = self.checkpointer.restore_latest()
+        self.backend.broadcast_variables(
+            [*self.model.variables, *self.optimizer.variables, self.examples_seen]
         )
 
-    history, evals = [], []
-    tokens_per_step = cfg.global_batch_size * model_config.seq_len
-    clock, clock_step = time.perf_counter(), start_step
-    for step in telemetry.steps(start_step + 1, cfg.steps):  # closes it however the loop ends
-        stats = train_step(*telemetry.next_batch(iterator))
-        telemetry.step_done(step, wait_for=stats["loss"])
-        examples_seen.assign_add(cfg.global_batch_size)
-        last = step == cfg.steps
-        if step % cfg.log_every == 0 or last:
-            now = time.perf_counter()
-            row = {
-                "step": step,
-                **{k: float(v.numpy()) for k, v in stats.items()},
-                "lr": float(optimizer.learning_rate.numpy()),
-                "tokens_per_s": tokens_per_step * (step - clock_step) / (now - clock),
-            }
-            history.append(row)
-            if backend.is_chief:
-                _append_metrics(model_dir, row)
-                timing = telemetry.log_train(step, row)
-                log.info(
-                    "step %d loss %.4f lr %.2e grad_norm %.3f tokens/s %.0f input wait %.0f%%",
-                    step,
-                    row["loss"],
-                    row["lr"],
-                    row["grad_norm"],
-                    row["tokens_per_s"],
-                    100 * timing["input_wait_fraction"],
+    def _record_run(self, saved: run_record.RunRecord | None) -> None:
+        """Say how a resumed run continues the data order; the chief writes ``run.json`` for a
+        new run."""
+        cfg, backend = self.cfg, self.backend
+        data_split = {
+            "train_manifest": self.train_data.manifest_path,
+            "num_pipelines": backend.world_size,
+            "global_batch_size": cfg.global_batch_size,
+            "order": cfg.order,
+            "order_block": cfg.order_block,
+        }
+        if saved is not None:
+            # run.json written before --order and --order_block existed
+            log_resume(saved={"order": "files", "order_block": 1, **saved.data}, now=data_split,
+                        examples_seen=int(self.examples_seen.numpy()))
+        if backend.is_chief:
+            parameters = f"{param_count(self.model_config):,}"
+            log.info("%s; model: %s parameters", backend.describe(), parameters)
+            if saved is None:
+                record = run_record.RunRecord(
+                    model=self.model_config,
+                    train=cfg,
+                    data=data_split,
+                    tokenizer=compat.tokenizer_identity(self.train_data),
                 )
-            clock, clock_step = now, step
-        checkpoint_now = step % cfg.checkpoint_every == 0 or last
-        evaluate_now = evaluator is not None and (
-            last or (cfg.eval_every > 0 and step % cfg.eval_every == 0)
+                run_record.write(record, model_dir=self.model_dir)
+
+    def _prepare_steps(self, *, eval_data: Dataset | None, map_input) -> None:
+        """The input iterator (resuming after the batches already trained on), the train step
+        and the evaluator (None without ``eval_data``)."""
+        cfg = self.cfg
+        self.input_files: list[str] = []
+        self.iterator = iter(
+            train_input(
+                backend=self.backend,
+                train_data=self.train_data,
+                cfg=cfg,
+                examples_seen=int(self.examples_seen.numpy()),
+                input_files=self.input_files,
+                use_segments=self.model_config.use_segments,
+                map_input=map_input,
+            )
         )
-        if checkpoint_now:
-            checkpointer.save(step)
-        if evaluate_now:
-            result = {"step": step, **{f"eval_{k}": v for k, v in evaluator().items()}}
-            evals.append(result)
-            if backend.is_chief:
-                _append_metrics(model_dir, result)
-                telemetry.log_eval(step, result)
-                log.info(
-                    "step %d eval_loss %.4f eval_perplexity %.2f",
-                    step,
-                    result["eval_loss"],
-                    result["eval_perplexity"],
-                )
-        if checkpoint_now or evaluate_now:  # tokens/s counts training, not saving or evaluating
-            clock, clock_step = time.perf_counter(), step
-    if backend.is_chief and export:
-        _write_exports(model, train_data=train_data, model_dir=model_dir)
-    return TrainResult(
-        start_step=start_step,
-        final_step=cfg.steps,
-        history=history,
-        evals=evals,
-        input_files=tuple(input_files),
-        model=model,
-    )
+        self.train_step = make_batch_train_step(
+            model=self.model,
+            optimizer=self.optimizer,
+            backend=self.backend,
+            clip_norm=cfg.clip_norm,
+            xla=cfg.xla,
+            pad_id=self.train_data.tokenizer["special_ids"]["pad"],
+        )
+        self.evaluator = None
+        if eval_data is not None:
+            self.evaluator = Evaluator(
+                model=self.model,
+                backend=self.backend,
+                dataset=eval_data,
+                global_batch_size=cfg.global_batch_size,
+                max_batches=cfg.eval_batches,
+                xla=cfg.xla,
+            )
+
+    def steps(self) -> None:
+        """Train from the step after ``start_step`` to ``cfg.steps``; log, checkpoint and
+        evaluate on their schedules."""
+        cfg, telemetry = self.cfg, self.telemetry
+        tokens_per_step = cfg.global_batch_size * self.model_config.seq_len
+        clock, clock_step = time.perf_counter(), self.start_step
+        # telemetry.steps closes the telemetry however the loop ends.
+        for step in telemetry.steps(self.start_step + 1, cfg.steps):
+            stats = self.train_step(*telemetry.next_batch(self.iterator))
+            telemetry.step_done(step, wait_for=stats["loss"])
+            self.examples_seen.assign_add(cfg.global_batch_size)
+            last = step == cfg.steps
+            if step % cfg.log_every == 0 or last:
+                now = time.perf_counter()
+                tokens_per_s = tokens_per_step * (step - clock_step) / (now - clock)
+                self._log_train(step, stats=stats, tokens_per_s=tokens_per_s)
+                clock, clock_step = now, step
+            checkpoint_now = step % cfg.checkpoint_every == 0 or last
+            evaluate_now = self.evaluator is not None and (
+                last or (cfg.eval_every > 0 and step % cfg.eval_every == 0)
+            )
+            if checkpoint_now:
+                self.checkpointer.save(step)
+            if evaluate_now:
+                self._evaluate(step)
+            if checkpoint_now or evaluate_now:  # tokens/s counts training, not saving or evaluating
+                clock, clock_step = time.perf_counter(), step
+
+    def _log_train(self, step: int, *, stats: dict, tokens_per_s: float) -> None:
+        """Append the step's row to ``history``; the chief also writes and logs it."""
+        row = {
+            "step": step,
+            **{k: float(v.numpy()) for k, v in stats.items()},
+            "lr": float(self.optimizer.learning_rate.numpy()),
+            "tokens_per_s": tokens_per_s,
+        }
+        self.history.append(row)
+        if self.backend.is_chief:
+            _append_metrics(self.model_dir, row)
+            timing = self.telemetry.log_train(step, row)
+            log.info(
+                "step %d loss %.4f lr %.2e grad_norm %.3f tokens/s %.0f input wait %.0f%%",
+                step,
+                row["loss"],
+                row["lr"],
+                row["grad_norm"],
+                row["tokens_per_s"],
+                100 * timing["input_wait_fraction"],
+            )
+
+    def _evaluate(self, step: int) -> None:
+        """Evaluate (every process) and append to ``evals``; the chief also writes and logs it."""
+        result = {"step": step, **{f"eval_{k}": v for k, v in self.evaluator().items()}}
+        self.evals.append(result)
+        if self.backend.is_chief:
+            _append_metrics(self.model_dir, result)
+            self.telemetry.log_eval(step, result)
+            log.info(
+                "step %d eval_loss %.4f eval_perplexity %.2f",
+                step,
+                result["eval_loss"],
+                result["eval_perplexity"],
+            )
+
+    def end(self, *, export: bool) -> TrainResult:
+        """The chief exports the trained model (unless ``export`` is False); the result."""
+        if self.backend.is_chief and export:
+            _write_exports(self.model, train_data=self.train_data, model_dir=self.model_dir)
+        return TrainResult(
+            start_step=self.start_step,
+            final_step=self.cfg.steps,
+            history=self.history,
+            evals=self.evals,
+            input_files=tuple(self.input_files),
+            model=self.model,
+        )

@@ -69,7 +69,8 @@ def read(model_dir: str) -> RunRecord | None:
         )
     return RunRecord(
         model=GPTConfig.from_dict(doc["model"]),
-        train=TrainConfig(**doc["train"]),
+        # runs recorded before --order existed read their shards per rank
+        train=TrainConfig(**{"order": "files", **doc["train"]}),
         tokenizer=doc["tokenizer"],
         data=doc["data"],
     )

@@ -77,6 +77,25 @@ def check_train_flags(spec: dict) -> bool:
     return True
 
 
+def check_aws_configuration() -> None:
+    """ConfigError saying what to configure unless AWS's standard chain (environment,
+    ``~/.aws/config`` and ``credentials``, instance role) gives a region and credentials; the
+    SDK's own check ends in a pydantic ValidationError traceback."""
+    import botocore.session  # the SDK's boto3 reads the same chain
+
+    session = botocore.session.get_session()
+    missing = []
+    if not session.get_config_variable("region"):
+        missing.append("a region where SageMaker runs (AWS_DEFAULT_REGION=us-east-1, or "
+                       "`aws configure`)")
+    if session.get_credentials() is None:
+        missing.append("credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile "
+                       "named by AWS_PROFILE, `aws configure`, or an instance role)")
+    if missing:
+        raise ConfigError("submitting a job needs AWS configuration: " + "; ".join(missing)
+                          + "; --dry_run needs none")
+
+
 def submit(spec: dict, *, wait: bool) -> str:
     """Create the training job with the SageMaker Python SDK; return its name."""
     try:
@@ -87,6 +106,7 @@ def submit(spec: dict, *, wait: bool) -> str:
             f"'pilepack[sagemaker]', or use an environment from requirements-sagemaker.lock "
             f"(docs/sagemaker.md); --dry_run needs neither"
         ) from err
+    check_aws_configuration()
     with tempfile.TemporaryDirectory(prefix="pilepack-sagemaker-") as code_dir:
         with open(os.path.join(code_dir, sagemaker_spec.ENTRY_SCRIPT), "w") as handle:
             handle.write(sagemaker_spec.ENTRY_SCRIPT_TEXT)

@@ -10,9 +10,9 @@ used up.
 Split. In each subset every ``val_every``-th selected document (10 % by default) goes to the
 held-out ``val.jsonl.zst``; the rest are shuffled together (the Pile's files are shuffled
 across subsets too) and dealt round-robin into ``train-00.jsonl.zst``, ``train-01.jsonl.zst``,
-... . Each file is compressed with ``zstandard.ZstdCompressor(level=3)`` in streaming mode, so
-the frame header carries no content size -- exactly like the real files. ``sample_info.json``
-is written last.
+... . Each file is one zstd frame (level 3) written by ``datagen.pile_files.write_lines_zst``
+in streaming mode, so the frame header carries no content size -- exactly like the real files.
+``sample_info.json`` is written last.
 
 Determinism. No clock and no unseeded randomness: the same Python installation and the same
 zstandard build give byte-identical files.
@@ -26,10 +26,9 @@ import random
 import sysconfig
 from collections.abc import Mapping, Sequence
 
-import zstandard
-
 from common.errors import ConfigError
 from common.flags import flag
+from datagen.pile_files import write_lines_zst
 from datagen.sample.files import (
     VAL_FILENAME,
     SampleFiles,
@@ -211,13 +210,9 @@ def _refuse_stale_train_files(out_dir: str, *, expected: set[str]) -> None:
 
 
 def _write_zst(path: str, lines: Sequence[bytes]) -> int:
-    """Streams ``lines`` into one zstd frame without a content size; returns the file size."""
-    compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
-    with open(path, "wb") as f:
-        with compressor.stream_writer(f, closefd=False) as writer:
-            for line in lines:
-                writer.write(line)
-        return f.tell()
+    """Writes ``lines`` as one zstd frame without a content size; returns the file size."""
+    write_lines_zst(path, lines, level=ZSTD_LEVEL)
+    return os.path.getsize(path)
 
 
 def _summarize(

@@ -20,8 +20,10 @@ import os
 from collections.abc import Mapping
 
 from common.errors import InputError
+from datagen.pile_files import encode_lines, pile_doc
 
-# Bump whenever a change to the pipeline.sample_* modules changes the files' bytes.
+# Bump whenever a change to datagen.sample (or the writers of datagen.pile_files it uses)
+# changes the files' bytes: the cache directory's name hashes this version, not the code.
 SAMPLE_FORMAT_VERSION = 1
 INFO_FILENAME = "sample_info.json"
 VAL_FILENAME = "val.jsonl.zst"
@@ -33,12 +35,14 @@ def train_filename(index: int) -> str:
 
 
 def pile_line(*, text: str, subset: str) -> bytes:
-    """One Pile JSON Lines record, byte for byte as lm_dataformat writes it.
+    """One Pile JSON Lines record, byte for byte as lm_dataformat writes it (the encoding of
+    ``datagen.pile_files``, which writes the files).
 
     >>> pile_line(text="héllo", subset="Github")
     b'{"text": "h\\\\u00e9llo", "meta": {"pile_set_name": "Github"}}\\n'
     """
-    return (json.dumps({"text": text, "meta": {"pile_set_name": subset}}) + "\n").encode("utf-8")
+    [line] = encode_lines([pile_doc(text, subset)])
+    return line
 
 
 @dataclasses.dataclass(frozen=True)

@@ -80,9 +80,7 @@ class TokenizerTrainingConfig:
     seed: int = flag(0, help="seed of the tokenizer sample and of SentencePiece training "
                              "(pipeline.run: also of --subset_weights/--subset_tokens resampling "
                              "and of --shuffle=global)")
-    num_threads: int = flag(
-        0, help="SentencePiece threads of tokenizer training and of an in-process encoder "
-                "(--encode_processes=1); 0 = all cores")
+    num_threads: int = flag(0, help="SentencePiece trainer threads; 0 = all cores")
 
     def __post_init__(self):
         require(self.vocab_size >= MIN_VOCAB_SIZE,
@@ -168,6 +166,11 @@ class PipelineConfig:
         "auto", choices=("auto", "sentencepiece", "gigatoken"),
         help="encoder backend: auto = the fastest that encodes the model exactly (gigatoken), "
              "else sentencepiece with its word cache, saying why; ids are the same either way")
+    encoder_threads: int = flag(
+        0, help="encoder threads per Beam worker: threads encoding chunks with a backend that "
+                "releases the GIL, or the in-process encoder's own (--encode_processes=1), also "
+                "the --subset_tokens pre-pass's; 0 = auto: one per core with the in-process "
+                "DirectRunner, else 1 (the pre-pass: every core)")
     on_encoder_mismatch: str = flag(
         "fail", choices=("fail", "fallback"),
         help="when the exactness guard finds a fast backend's ids differ from SentencePiece's: "
@@ -185,6 +188,17 @@ class PipelineConfig:
     overwrite: bool = flag(
         False, help="replace a complete dataset already at --output (its manifest is removed "
                     "first)")
+    cancel_on_interrupt: bool = flag(
+        True, help="when the launcher is interrupted (Ctrl-C, SIGTERM), cancel the job it "
+                   "submitted (Dataflow, Flink, Spark, a job service) before exiting; "
+                   "--no-cancel_on_interrupt leaves the job running, and --output claimed by it "
+                   "until it ends")
+    take_over_claim: str = flag(
+        "", metavar="RUN_ID",
+        help="take over --output's claim of this run although its job's state cannot be "
+             "checked (a job service that does not answer, Dataflow without apache-beam[gcp] "
+             "or credentials, a launcher on another machine): pass it only once that job has "
+             "ended or you have cancelled it; a job seen running is never taken over")
     dry_run: bool = flag(
         False, help="write nothing: sample the input and print the run's text, tokens, records, "
                     "shards, output size, core-hours and wall time (pipeline.launch.dry_run)")
@@ -211,6 +225,8 @@ class PipelineConfig:
                 f"--dry_run_cores_per_worker must be >= 0, got {self.dry_run_cores_per_worker}")
         require(self.encode_processes >= 0,
                 f"--encode_processes must be >= 0 (0 = auto), got {self.encode_processes}")
+        require(self.encoder_threads >= 0,
+                f"--encoder_threads must be >= 0 (0 = auto), got {self.encoder_threads}")
         require(self.encoder_check_every >= 0,
                 f"--encoder_check_every must be >= 0, got {self.encoder_check_every}")
         require(not self.split

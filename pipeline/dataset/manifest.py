@@ -3,7 +3,10 @@
 The manifest is built from the data itself (shard infos, per-chunk and per-file statistics
 that flow through the pipeline), not from runner metrics, so a retried bundle cannot count
 twice. It is written by a single element after every shard has been committed, validated
-against ``schemas/manifest.schema.json``, atomically.
+against ``schemas/manifest.schema.json``, atomically; not at all if the counts of one stage and
+the next disagree (a chunk lost or repeated on the way): ``check_lines_accounted`` (Read's lines
+against Parse's), then ``check_documents_accounted`` (Parse's documents against the parts',
+the parts' records against the shards').
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import platform
 import apache_beam as beam
 
 from common import storage
-from common.errors import DataError
+from common.errors import DataError, PilepackError
 from pipeline.config import PipelineConfig
 from pipeline.dataset.quality_sections import quality_sections
 from pipeline.quality.decisions import QUALITY_DIR
@@ -27,15 +30,41 @@ from pipeline.tokenize import histogram
 from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
 from pipeline.write.dead_letters import DeadLetterFile
 from pipeline.write.pack import PackStats
+from pipeline.write.parts import PartDocuments
 from pipeline.write.shard_plan import PARTS_DIR
 from pipeline.write.shards import ShardInfo
 from schemas import manifest as manifest_schema
+from schemas.claim import check_held
 from schemas.dataset_spec import DatasetSpec
 from tokenizer.guard import EncodeStats
 
 
 class TooManyBadRecords(DataError):
     """More rejected records than --max_bad_fraction allows; no manifest is written."""
+
+
+class LinesUnaccounted(PilepackError):
+    """An input file's lines, as Read split them, do not match what was counted downstream:
+    a chunk was lost or counted twice on the way (a runner dropping or repeating bundles)."""
+
+
+class DocumentsUnaccounted(PilepackError):
+    """The documents (or records) that reached the part files (or shards) are not those passed
+    on to them: a chunk was lost or written twice after Parse (in Tokenize, Pack, WriteParts)."""
+
+
+@dataclasses.dataclass
+class FileParts:
+    """One input file's documents as the writers of its parts counted them."""
+
+    documents: int = 0  # in epoch-0 parts: each document written once
+    copies: int = 0  # in all its parts: each copy under a mixture
+    expected_copies: int = 0  # the copies the epoch-0 parts' chunks announced
+
+    def add(self, other: "FileParts") -> None:
+        self.documents += other.documents
+        self.copies += other.copies
+        self.expected_copies += other.expected_copies
 
 
 @dataclasses.dataclass
@@ -50,6 +79,7 @@ class Summary:
     encoder: list = dataclasses.field(default_factory=list)  # EncodeStats, merged per backend
     doc_hashes: list = dataclasses.field(default_factory=list)  # DocHashFile
     before: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)  # pre-mixture
+    parts: dict[int, FileParts] = dataclasses.field(default_factory=dict)  # by file index
 
     def add(self, item) -> None:
         if isinstance(item, EncodeStats):
@@ -64,6 +94,10 @@ class Summary:
             self.doc_hashes.append(item)
         elif isinstance(item, BeforeMixture):
             merge_into(self.before, item.subsets)
+        elif isinstance(item, PartDocuments):
+            self._add_parts({item.file_index: FileParts(
+                documents=item.documents if item.epoch == 0 else 0, copies=item.documents,
+                expected_copies=item.copies)})
         else:
             stats, subsets = item
             self.pack.update(dataclasses.asdict(stats))
@@ -78,6 +112,7 @@ class Summary:
         self._add_encoder(other.encoder)
         self.doc_hashes += other.doc_hashes
         merge_into(self.before, other.before)
+        self._add_parts(other.parts)
 
     def _add_files(self, items) -> None:
         # A file's ReadStats come in parts (its lines from Read, each chunk's from Parse).
@@ -105,6 +140,10 @@ class Summary:
 
     def _add_subsets(self, subsets: dict[str, SubsetStats]) -> None:
         merge_into(self.subsets, subsets)
+
+    def _add_parts(self, parts: dict[int, FileParts]) -> None:
+        for index, counts in parts.items():
+            self.parts.setdefault(index, FileParts()).add(counts)
 
 
 class _SummaryFn(beam.CombineFn):
@@ -136,6 +175,78 @@ def accounting(summary: Summary) -> dict:
     read = written + sum(filtered.values()) + sum(rejected.values())
     return {"read": read, "written": written, "filtered": dict(sorted(filtered.items())),
             "rejected": dict(sorted(rejected.items()))}
+
+
+def unaccounted_files(summary: Summary, *, inputs: list) -> list[tuple[str, int, int | None]]:
+    """(path, lines Read split, lines counted downstream or None if no count of Read's
+    arrived) of every input file where the two differ, in input order. Downstream = written +
+    filtered (blank lines included) + rejected, less the rejections of the stream itself."""
+    by_index = {stats.file_index: stats for stats in summary.files}
+    wrong = []
+    for file in inputs:
+        stats = by_index.get(file.index)
+        if stats is None:  # not even Read's own count of its lines arrived
+            wrong.append((file.path, None, 0))
+        elif stats.lines != stats.accounted_lines():
+            wrong.append((file.path, stats.lines, stats.accounted_lines()))
+    return wrong
+
+
+def check_lines_accounted(summary: Summary, *, inputs: list) -> None:
+    """Raise LinesUnaccounted, naming the first file and both counts, unless every line that
+    Read split was counted exactly once downstream (called before anything is committed)."""
+    wrong = unaccounted_files(summary, inputs=inputs)
+    if not wrong:
+        return
+    path, lines, counted = wrong[0]
+    read = "no count of its lines from Read" if lines is None else f"Read split {lines:,} lines"
+    others = f" (and {len(wrong) - 1} other file(s))" if len(wrong) > 1 else ""
+    raise LinesUnaccounted(
+        f"input {path}{others}: {read}, but {counted:,} were counted after the split (written "
+        "+ filtered + rejected): part of it was lost or counted twice between reading and "
+        "writing (a runner dropping or repeating bundles?), so no manifest was written. Rerun "
+        "the same command; if this recurs, the runner loses or duplicates work.")
+
+
+def unwritten_documents(summary: Summary, *, inputs: list) -> list[tuple[str, str, int, int]]:
+    """(path, what, passed on, reached the parts) for every input file whose documents did not
+    all reach its part files exactly once, in input order. ``what`` is ``documents``: those
+    Parse passed on to be written (``ReadStats.documents``) against those in the epoch-0 parts
+    (every written document once, mixture or not); or ``copies``: those the epoch-0 parts'
+    chunks call for (their repeats) against those in all the parts."""
+    passed = {stats.file_index: stats.documents for stats in summary.files}
+    wrong = []
+    for file in inputs:
+        parts = summary.parts.get(file.index, FileParts())
+        if passed.get(file.index, 0) != parts.documents:
+            wrong.append((file.path, "documents", passed.get(file.index, 0), parts.documents))
+        elif parts.expected_copies != parts.copies:
+            wrong.append((file.path, "copies", parts.expected_copies, parts.copies))
+    return wrong
+
+
+def check_documents_accounted(summary: Summary, *, inputs: list) -> None:
+    """Raise DocumentsUnaccounted, naming the first file and both counts, unless every document
+    Parse passed on reached the part files once per copy, and the shards hold every record of
+    the parts (called before anything is committed, after ``check_lines_accounted``)."""
+    rerun = ("so no manifest was written. Rerun the same command; if this recurs, the runner "
+             "loses or duplicates work.")
+    wrong = unwritten_documents(summary, inputs=inputs)
+    if wrong:
+        path, what, passed, reached = wrong[0]
+        others = f" (and {len(wrong) - 1} other file(s))" if len(wrong) > 1 else ""
+        told = (f"Parse passed on {passed:,} documents to write" if what == "documents" else
+                f"its chunks' repeats (the mixture) call for {passed:,} copies of its documents")
+        raise DocumentsUnaccounted(
+            f"input {path}{others}: {told}, but {reached:,} reached the part files: a chunk "
+            "was lost or written twice between parsing and writing its part (a runner dropping "
+            f"or repeating bundles?), {rerun}")
+    parted, sharded = summary.pack.get("records", 0), sum(s.records for s in summary.shards)
+    if parted != sharded:
+        raise DocumentsUnaccounted(
+            f"the part files hold {parted:,} records, but the {len(summary.shards)} shards "
+            f"reported {sharded:,}: a shard was lost or reported twice between its plan and the "
+            f"manifest, {rerun}")
 
 
 def software_versions() -> dict:
@@ -230,6 +341,8 @@ class _CommitManifestFn(beam.DoFn):
         self._inputs = inputs
 
     def process(self, summary: Summary):
+        check_lines_accounted(summary, inputs=self._inputs)
+        check_documents_accounted(summary, inputs=self._inputs)
         doc = build_manifest(summary, config=self._config, spec=self._spec,
                              tokenizer=self._tokenizer, inputs=self._inputs,
                              run_id=self._run_id, quality=self._quality)
@@ -243,13 +356,21 @@ class _CommitManifestFn(beam.DoFn):
                 f"See the dead letters under {self._config.output}/dead_letters; no manifest was "
                 "written. Fix the input or raise --max_bad_fraction."
             )
+        self._check_claim()  # before removing scratch a newer run may be writing
         # The parts are in the shards now; remove them (and the quality pre-pass's decision
         # files) before the manifest marks completion.
         for scratch in (PARTS_DIR, QUALITY_DIR):
             fs, parts = storage.filesystem(storage.join(self._config.output, scratch))
             if fs.exists(parts):
                 fs.rm(parts, recursive=True)
+        self._check_claim()
         yield manifest_schema.write(doc, directory=self._config.output)
+
+    def _check_claim(self) -> None:
+        # A job left running by an interrupted launcher, whose --output a newer run has taken
+        # over, must not commit over it (ClaimLost). No run id: not a claimed run (tests).
+        if self._run_id:
+            check_held(self._config.output, run_id=self._run_id)
 
 
 class CommitManifest(beam.PTransform):

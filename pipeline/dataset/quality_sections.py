@@ -1,6 +1,7 @@
 """The manifest's data-quality sections, from the run's options and the data's statistics.
 
-* ``doc_hashes`` (every split): the hash files of its written documents (``pipeline.quality.doc_hash_files``).
+* ``doc_hashes`` (every split): the hash files of its written documents
+  (``pipeline.quality.doc_hash_files``).
 * ``quality`` (``--dedup``, ``--exclude_docs_from``): normalization and digest, the sources,
   how many distinct hashes they held, and the documents removed per reason and subset.
 * ``mixture`` (``--subset_weights``, ``--subset_tokens``): per subset the weight applied,
@@ -65,7 +66,7 @@ def quality_sections(run, *, files, before: dict, after: dict, hash_files: list)
 
 
 def roundtrip_refusal(doc: dict) -> str | None:
-    """Why ``pipeline.dataset.roundtrip`` cannot compare this split with its input, or None: dropped,
+    """Why ``pipeline.roundtrip`` cannot compare this split with its input, or None: dropped,
     repeated or shuffled documents are not the input's documents in order."""
     changed = [name for name in ("quality", "mixture", "shuffle") if doc.get(name)]
     if not changed:

@@ -1,7 +1,8 @@
 """Read a written split back: parsed record batches, and every document's token ids.
 
-The reader side of ``pipeline/write/pack.py`` for tools (``pipeline.dataset.roundtrip``, ``pipeline.dataset.verify
---deep``, benchmarks); the trainer has its own ``tf.data`` reader (``trainer/data.py``).
+The reader side of ``pipeline/write/pack.py`` for tools (``pipeline.roundtrip``,
+``pipeline.verify --deep``, benchmarks); the trainer has its own ``tf.data`` reader
+(``trainer/data.py``).
 Records are parsed by TensorFlow from the manifest's record spec (imported lazily).
 """
 

@@ -1,150 +1,266 @@
-"""One run per ``--output``: a run claims the directory before it writes anything.
+"""One run per ``--output``: a run claims the directory before it writes anything, and the
+claim is bound to the job, not only to the process that launched it.
 
-The claim is ``.pilepack-claim.json`` (run id, host, pid, start time), created exclusively:
-``O_CREAT | O_EXCL`` on local and mounted file systems (EFS included), a conditional
-``PUT`` (``If-None-Match: *``) on S3. A second run finds it and refuses, naming the holder;
-``--overwrite`` replaces a complete dataset, never a live run. A claim whose holder is gone
-(a dead pid on this host) or that is older than ``STALE_AFTER_HOURS`` is taken over with a
-warning: a killed run must not block its rerun. The manifest records the run id, and a run
-reports success only if the committed manifest carries its own.
+The claim (``schemas.claim``) is created exclusively and changed only by compare-and-swap
+(``common.conditional``: ``link``/``flock`` locally and on EFS, conditional ``PUT``/``DELETE``
+on S3). It names the run (a random id: the manifest's ``run_id``), the launching process
+(``pipeline.launch.jobs``: boot id, pid namespace, pid and its start time) and, once submitted,
+the job (its runner's job id). A run's jobs (the tokenizer's training sample, the quality
+pre-pass, the main job) run one after another, each bound in turn (``Binding``); between them the
+claim names no job, as the launcher works on. Another run reads it and:
 
-Object stores without conditional writes (fsspec's memory filesystem, S3-compatible stores
-that ignore ``If-None-Match``) leave a window between "is there a claim?" and "write mine";
-the manifest's run id check still catches a lost race at the end.
+- refuses while the holder may be writing: its launcher runs on this machine, or its job is not
+  in a terminal state (the runner says so); ``--overwrite`` never replaces a running job;
+- takes it over, with a warning, when the holder is provably gone: its launcher is dead and it
+  had no job apart from it, or its job ended (DONE, FAILED, CANCELLED...); also a claim older
+  than ``STALE_AFTER_HOURS`` whose launcher cannot be seen, and an unreadable (cut short) claim
+  older than ``PARTIAL_GRACE_S`` (younger ones may still be being written);
+- otherwise (a job whose state cannot be asked, a launcher stopped while submitting) refuses,
+  saying how to cancel the job, and takes over only with ``--take_over_claim=RUN_ID``.
+
+The manifest commit re-checks the claim on the worker (``schemas.claim.check_held``), so a job
+whose claim was taken over cannot commit; and a run reports success only if the committed
+manifest carries its own run id.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
+import enum
 import logging
-import os
-import socket
 import time
 import uuid
 
-from common import storage
+from common import conditional
 from common.errors import PilepackError
+from pipeline.launch import jobs
+from schemas.claim import CLAIM_NAME, Claim, Job, claim_path
+
+__all__ = ["CLAIM_NAME", "Binding", "Claim", "OutputClaimed", "STALE_AFTER_HOURS", "claim",
+           "release"]
 
 log = logging.getLogger(__name__)
 
-CLAIM_NAME = ".pilepack-claim.json"
 STALE_AFTER_HOURS = 48.0  # longer than any run of one split should take
+PARTIAL_GRACE_S = 600.0  # an unreadable claim younger than this may still be being written
+TAKE_OVER_FLAG = "--take_over_claim"
 
 
 class OutputClaimed(PilepackError):
-    """Another live run holds --output, or replaced this run's dataset."""
+    """Another run holds --output (or replaced this run's dataset)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    run_id: str
-    host: str
-    pid: int
-    started: str  # ISO 8601, UTC
-    started_unix: float
-
-    @classmethod
-    def new(cls) -> "Claim":
-        now = time.time()
-        return cls(run_id=uuid.uuid4().hex, host=socket.gethostname(), pid=os.getpid(),
-                   started=datetime.datetime.fromtimestamp(now, datetime.timezone.utc)
-                   .isoformat(timespec="seconds"), started_unix=now)
-
-    def describe(self) -> str:
-        return f"run {self.run_id} (host {self.host}, pid {self.pid}, started {self.started})"
+class Holder(enum.Enum):
+    LIVE = "live"  # it may be writing: refuse
+    GONE = "gone"  # provably not writing: take over
+    UNKNOWN = "unknown"  # cannot tell: refuse unless --take_over_claim names it
 
 
-def stale_reason(holder: Claim, *, now: float | None = None) -> str | None:
-    """Why ``holder`` no longer holds the output, or None while it may still be running."""
+def new_claim(*, runner: str) -> Claim:
+    now = time.time()
+    return Claim(run_id=uuid.uuid4().hex, runner=runner, **jobs.this_process(),
+                 started=datetime.datetime.fromtimestamp(now, datetime.timezone.utc)
+                 .isoformat(timespec="seconds"), started_unix=now)
+
+
+def judge(holder: Claim, *, now: float | None = None) -> tuple[Holder, str]:
+    """Whether ``holder`` may still be writing its output, and why."""
+    alive = jobs.launcher_alive(boot_id=holder.boot_id, pid_namespace=holder.pid_namespace,
+                                pid=holder.pid, pid_started=holder.pid_started)
+    if alive:
+        return Holder.LIVE, f"its launcher (pid {holder.pid}) runs on this machine"
+    if holder.job is not None:
+        state, why = jobs.job_state(holder.job)
+        if state is None:
+            return Holder.UNKNOWN, f"the state of its job cannot be checked: {why}"
+        if jobs.is_terminal(state):
+            return Holder.GONE, f"its job {holder.job.id} is {state}"
+        return Holder.LIVE, f"its job {holder.job.id} is {state}"
+    if holder.phase == "submitting":
+        return Holder.UNKNOWN, (f"its launcher was submitting a job to {holder.runner} and "
+                                "recorded no job id (it stopped, or runs where this machine "
+                                f"cannot see): look for a job started around {holder.started}")
+    if alive is False:
+        return Holder.GONE, f"its launcher (pid {holder.pid}) on this machine is gone"
     age_hours = ((now or time.time()) - holder.started_unix) / 3600
     if age_hours > STALE_AFTER_HOURS:
-        return f"it is {age_hours:.0f} h old (> {STALE_AFTER_HOURS:.0f} h)"
-    if holder.host == socket.gethostname() and not _alive(holder.pid):
-        return f"its process {holder.pid} on this host is gone"
-    return None
+        return Holder.GONE, f"it is {age_hours:.0f} h old (> {STALE_AFTER_HOURS:.0f} h)"
+    return Holder.UNKNOWN, (f"its launcher ran on another machine or container (host "
+                            f"{holder.host}), where this one cannot see whether it still runs")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, another user's
-        return True
-    return True
-
-
-def _create_exclusive(path: str, data: bytes) -> bool:
-    """Create ``path`` holding ``data`` unless it exists; False when it does."""
-    fs, stripped = storage.filesystem(path)
-    fs.makedirs(stripped.rsplit("/", 1)[0], exist_ok=True)
-    if storage.is_local(fs):
-        try:
-            fd = os.open(stripped, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        return True
-    if storage.protocol(fs) == "s3":
-        try:
-            with fs.open(stripped, "xb") as handle:  # If-None-Match: *
-                handle.write(data)
-        except FileExistsError:
-            return False
-        return True
-    if fs.exists(stripped):  # no conditional write here: see the module docstring
-        return False
-    fs.pipe_file(stripped, data)
-    return True
-
-
-def _read(path: str) -> Claim | None:
-    fs, stripped = storage.filesystem(path)
-    try:
-        with fs.open(stripped, "rb") as handle:
-            return Claim(**json.loads(handle.read()))
-    except FileNotFoundError:
-        return None
-    except (ValueError, TypeError):  # unreadable: a claim cut short by a crash
-        return Claim(run_id="unknown", host="unknown", pid=-1, started="unknown",
-                     started_unix=0.0)
-
-
-def claim(output: str) -> Claim:
-    """Claim ``output`` for this run, taking over a stale claim; OutputClaimed if held."""
-    path = storage.join(output, CLAIM_NAME)
-    mine = Claim.new()
-    data = json.dumps(dataclasses.asdict(mine), sort_keys=True).encode()
-    for _ in range(3):
-        if _create_exclusive(path, data):
+def claim(output: str, *, runner: str = "", take_over: str = "") -> Claim:
+    """Claim ``output`` for a new run, taking over a provably stale claim (or the one
+    ``take_over`` names); OutputClaimed while another run may be writing there."""
+    path = claim_path(output)
+    mine = new_claim(runner=runner)
+    data = mine.to_bytes()
+    for _ in range(5):
+        if conditional.create_exclusive(path, data):
             return mine
-        holder = _read(path)
-        if holder is None:  # released meanwhile
+        current = conditional.read(path)
+        if current is None:  # released meanwhile
             continue
-        reason = stale_reason(holder)
-        if reason is None:
-            raise OutputClaimed(
-                f"{output} is being written by {holder.describe()}; wait for it to finish or "
-                f"choose another --output (--overwrite does not replace a running job; a claim "
-                f"whose process is gone, or older than {STALE_AFTER_HOURS:.0f} h, is taken over; "
-                f"remove {path} only if you know that run is dead)")
-        log.warning("taking over the claim of %s on %s: %s", holder.describe(), output, reason)
-        release(output, holder)
+        holder = Claim.from_bytes(current.data)
+        if holder is None:
+            age = time.time() - current.modified
+            if age < PARTIAL_GRACE_S:
+                raise OutputClaimed(
+                    f"{path} is unreadable and {age:.0f} s old: a run may be writing it right "
+                    f"now; rerun in {PARTIAL_GRACE_S / 60:.0f} minutes, when an unreadable claim "
+                    "counts as the leftover of a crash")
+            verdict, why = Holder.GONE, f"it is unreadable and {age / 60:.0f} minutes old"
+            described = "an unreadable claim"
+        else:
+            verdict, why = judge(holder)
+            described = f"the claim of {holder.describe()}"
+            if verdict is Holder.UNKNOWN and take_over and take_over == holder.run_id:
+                verdict, why = Holder.GONE, f"{why}; {TAKE_OVER_FLAG}={take_over} says it is over"
+            _refuse_unless_gone(output, holder, verdict, why)
+        if conditional.replace_if(path, data, version=current.version):
+            log.warning("taking over %s on %s: %s", described, output, why)
+            return mine
     raise OutputClaimed(f"{output}: could not claim it; other runs keep claiming it")
 
 
+def _refuse_unless_gone(output: str, holder: Claim, verdict: Holder, why: str) -> None:
+    if verdict is Holder.GONE:
+        return
+    cancel = f" To stop it: {jobs.cancel_hint(holder.job)}." if holder.job else ""
+    if verdict is Holder.LIVE:
+        raise OutputClaimed(
+            f"{output} is being written by {holder.describe()}: {why}. Wait for it to finish "
+            f"or choose another --output (--overwrite does not replace a running job).{cancel}")
+    raise OutputClaimed(
+        f"{output} is claimed by {holder.describe()}, and {why}.{cancel} Once you know that run "
+        f"is over, rerun with {TAKE_OVER_FLAG}={holder.run_id}; or choose another --output")
+
+
+def _update(output: str, held: Claim, **changes) -> Claim:
+    """Replace this run's claim with ``changes`` applied; OutputClaimed if it is not ours."""
+    path = claim_path(output)
+    for _ in range(5):
+        current = conditional.read(path)
+        holder = Claim.from_bytes(current.data) if current else None
+        if holder is None or holder.run_id != held.run_id:
+            now = f"it is held by {holder.describe()}" if holder else "it has no claim"
+            raise OutputClaimed(f"{output} is no longer claimed by this run ({held.run_id}): "
+                                f"{now}; another run took it over, so this run stops")
+        updated = dataclasses.replace(holder, **changes)
+        if conditional.replace_if(path, updated.to_bytes(), version=current.version):
+            return updated
+    raise OutputClaimed(f"{output}: could not update this run's claim; it keeps changing")
+
+
+def mark_submitting(output: str, held: Claim) -> Claim:
+    """Before handing a pipeline to a runner: its job may outlive the launcher from now (an
+    earlier job of this run, over, is no longer named)."""
+    return _update(output, held, phase="submitting", job=None)
+
+
+def record_job(output: str, held: Claim, job: Job | None) -> Claim:
+    """Bind the claim to the submitted ``job`` (None: it runs in the launcher)."""
+    return _update(output, held, phase="submitted", job=job)
+
+
+def record_job_over(output: str, held: Claim) -> Claim:
+    """The job ended and the launcher goes on (trains the tokenizer, starts the next job): the
+    claim names no job, so a rerun does not read the ended job as the end of this run."""
+    return _update(output, held, phase="preparing", job=None)
+
+
 def release(output: str, held: Claim) -> None:
-    """Remove the claim if it is still ``held`` (never another run's)."""
-    path = storage.join(output, CLAIM_NAME)
-    current = _read(path)
-    if current is not None and current.run_id == held.run_id:
-        fs, stripped = storage.filesystem(path)
+    """Remove the claim if it is still ``held``'s (never another run's)."""
+    path = claim_path(output)
+    for _ in range(5):
+        current = conditional.read(path)
+        holder = Claim.from_bytes(current.data) if current else None
+        if holder is None or holder.run_id != held.run_id:
+            return
+        if conditional.delete_if(path, version=current.version):
+            return
+
+
+class Binding:
+    """Runs a run's pipelines, one after another (the tokenizer's training sample, the quality
+    pre-pass, the main job), with this run's claim bound to each job in turn: its id is recorded
+    as soon as the runner returns it; an interrupted launcher (Ctrl-C, SIGTERM) cancels it when
+    ``cancel_on_interrupt``; once it ends the claim names no job again; and the claim is released
+    only once the current job cannot be running."""
+
+    def __init__(self, *, output: str, held: Claim, beam_args: list[str],
+                 cancel_on_interrupt: bool):
+        self.output, self.held = output, held
+        self._beam_args, self._cancel = beam_args, cancel_on_interrupt
+        self._submitting = False
+        self.result = None  # the current (latest) job's
+        self.job: Job | None = None
+
+    def run(self, p):
+        """``p.run()`` then ``wait_until_finish()``; the result."""
+        from pipeline.launch.beam_options import is_direct_runner
+
+        if self.may_still_run():  # an internal invariant: run() returns once its job is over
+            raise RuntimeError(f"{self.output}: this run's previous job may still run")
+        self.result, self.job = None, None
+        with jobs.sigterm_interrupts():
+            if not is_direct_runner(self._beam_args):  # its job may outlive this process
+                self.held = mark_submitting(self.output, self.held)
+                self._submitting = True
+            try:
+                self.result = p.run()  # the DirectRunner runs the whole job here
+            except Exception:  # not submitted: nothing runs
+                self._submitting = False
+                raise
+            try:
+                self._bind()
+                self.result.wait_until_finish()
+            except KeyboardInterrupt:
+                self._interrupted()
+                raise
+        if self.job is not None and not self.may_still_run():
+            self.held = record_job_over(self.output, self.held)
+        return self.result
+
+    def _bind(self) -> None:
+        self.job = jobs.submitted_job(self.result, self._beam_args)
+        self._submitting = False
         try:
-            fs.rm(stripped)
-        except FileNotFoundError:
-            pass
+            self.held = record_job(self.output, self.held, self.job)
+        except OutputClaimed:  # taken over meanwhile: this job must not write
+            jobs.cancel(self.result)
+            raise
+
+    def _interrupted(self) -> None:
+        if self._submitting:  # interrupted before _bind: the job is known, not yet recorded
+            self.job = jobs.submitted_job(self.result, self._beam_args)
+            self._submitting = False
+        if self.job is None:
+            return
+        if self._cancel:
+            log.warning("interrupted: cancelling %s job %s: %s", self.job.kind, self.job.id,
+                        jobs.cancel(self.result))
+        else:
+            log.warning("interrupted: %s job %s keeps running (--no-cancel_on_interrupt); %s "
+                        "stays claimed by it until it ends. To stop it: %s", self.job.kind,
+                        self.job.id, self.output, jobs.cancel_hint(self.job))
+
+    def may_still_run(self) -> bool:
+        """Whether this run's job may go on after the launcher: then its claim must stay."""
+        if self._submitting:  # interrupted while submitting: a job may exist
+            return True
+        if self.job is None:
+            return False
+        try:
+            return not jobs.is_terminal(str(self.result.state))
+        except Exception:  # the runner cannot say: keep the claim, a rerun asks again
+            return True
+
+    def release(self) -> None:
+        """Release the claim, unless the job may still be running."""
+        if self.may_still_run():
+            log.warning("%s stays claimed by %s until its job ends", self.output,
+                        self.held.describe())
+            return
+        release(self.output, self.held)

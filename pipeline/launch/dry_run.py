@@ -1,52 +1,54 @@
 """``python -m pipeline.run --dry_run``: what a run would cost, from a small sample; writes nothing.
 
 It lists the inputs, reads the start of up to 16 of them (evenly spaced;
-``pipeline.launch.dry_run_sample``) and extrapolates:
+``pipeline.launch.dry_run_sample``) and extrapolates (``pipeline.launch.dry_run_figures``):
 
 * text bytes per input byte, per file, and the number of documents;
-* tokens: with ``--tokenizer_model`` the sample is tokenized and bytes per token measured per
-  subset; without one, ``ASSUMED_BYTES_PER_TOKEN`` is assumed (and said so);
+* tokens: with ``--tokenizer_model`` the sample is tokenized by the backend the run would use
+  (built as ``--encoder`` builds it: ``auto`` takes gigatoken only when it encodes the model
+  exactly) and bytes per token measured per subset; without one, ``ASSUMED_BYTES_PER_TOKEN``
+  is assumed (and said so);
+* the data-quality options (``pipeline.launch.dry_run_quality``): exact duplicates within the
+  sample, the mixture's copies (``--subset_weights``, ``--subset_tokens``), the pre-pass's time;
 * records, shards and output bytes from the packing rules (``pipeline.write.pack``,
-  ``pipeline.write.shard_plan``): exact for files read to their end, whose chunks are rebuilt;
-* core-hours at ``TEXT_MB_PER_CORE_SECOND`` (per ``--encoder``), the pipeline's measured
-  throughput per core (``THROUGHPUT_SOURCE``), and wall time on Beam's ``--num_workers`` workers of
-  ``--dry_run_cores_per_worker`` cores (else the cores of ``--machine_type``, e.g.
-  ``n2-standard-8`` -> 8), capped by the parallelism the run can use (chunks with fan-out,
-  files without), plus reading the largest file, which one worker does start to end: with
-  fan-out the shuffle is a barrier in batch runs, so tokenizing starts once every file is read.
+  ``pipeline.write.shard_plan``): exact for files read to their end, whose chunks are rebuilt
+  and whose copies are the run's own draws;
+* core-hours at the measured text MB per CPU-second of that backend, read from the rates file
+  (``pipeline.launch.dry_run_rates``: ``pipeline/launch/dry_run_rates.json``), and wall time on
+  Beam's ``--num_workers`` workers of ``--dry_run_cores_per_worker`` cores (else the cores of
+  ``--machine_type``, e.g. ``n2-standard-8`` -> 8), capped by the parallelism the run can use
+  (chunks with fan-out, files without), plus reading the largest file, which one worker does
+  start to end: with fan-out the shuffle is a barrier in batch runs, so tokenizing starts once
+  every file is read; plus the pre-pass, which runs before.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 import re
 
+from common.errors import ConfigError
 from pipeline.config import PipelineConfig
-from pipeline.launch.dry_run_sample import (
-    ASSUMED_BYTES_PER_TOKEN,
-    SAMPLE_TEXT_BYTES,
-    FileSample,
-    sample_file,
-    sampled_indices,
+from pipeline.config.mixture_weights import parse_budgets
+from pipeline.launch.dry_run_figures import Figures, Packing, run_figures, summed
+from pipeline.launch.dry_run_quality import (
+    PrepassCost,
+    Weights,
+    budget_weights,
+    duplicate_lines,
+    flag_weights,
+    prepass_cost,
 )
+from pipeline.launch.dry_run_rates import RATES_PATH, Rate, load_rate
+from pipeline.launch.dry_run_report import report
+from pipeline.launch.dry_run_sample import FileSample, sample_file, sampled_indices
+from pipeline.quality.mixture import mixture_table
 from pipeline.read.inputs import InputFile
 
-# Text MB per CPU-second of the whole pipeline with fan-out (read, shuffle, tokenize with a
-# 32,000-piece BPE, pack, write parts and shards, start-up included), by --encoder: two
-# multi_processing DirectRunner workers on one 94 MB-of-text file, the whole process tree's CPU
-# time (so other jobs on the machine do not change it), median of interleaved reps. "auto" is
-# the fast backend's figure (it falls back to sentencepiece when that cannot be exact).
-TEXT_MB_PER_CORE_SECOND = {"auto": 6.50, "gigatoken": 6.50, "sentencepiece": 3.63}
-THROUGHPUT_SOURCE = ("python -m bench.scaling_bench, 2 workers, 50 MB Pile-format corpus x 2, "
-                     "32k BPE; BENCHMARKS.md 'Scaling out on one file'")
 _MACHINE_CORES = (re.compile(r"^(?:[a-z0-9]+-)?custom-(\d+)-\d+(?:-ext)?$"),  # custom-8-32768
                   re.compile(r"^[a-z][a-z0-9]*-[a-z]+-(\d+)(?:-[a-z0-9]+)?$"))  # n2-standard-8
-
-
-def per_core_rate(config: PipelineConfig) -> float:
-    """Text MB per core-second for ``config``'s encoder backend."""
-    return TEXT_MB_PER_CORE_SECOND.get(config.encoder, TEXT_MB_PER_CORE_SECOND["sentencepiece"])
 
 
 def machine_cores(machine_type: str | None) -> int | None:
@@ -115,78 +117,138 @@ def cluster_from_options(config: PipelineConfig, beam_args: list[str]) -> Cluste
 
 
 @dataclasses.dataclass(frozen=True)
+class Backend:
+    """The encoder backend the run would use, and how the dry run knows."""
+
+    name: str  # gigatoken | sentencepiece, as the manifest's encoder.backends names it
+    how: str
+
+
+def probe_backend(config: PipelineConfig, model: bytes | None):
+    """(Backend, the encoder to tokenize the sample with or None): built from the model as
+    ``--encoder`` builds it (``tokenizer.backends.open_backend``; ConfigError as the run's when
+    the named backend cannot encode it); without a model, the one ``auto`` picks for a model
+    this run trains (BPE with byte fallback, ``tokenizer.spec``)."""
+    from tokenizer.backends import AUTO, open_backend
+
+    if model is not None:
+        opened = open_backend(config.encoder, model_proto=model,
+                              num_threads=config.encoder_threads)
+        how = f"built from --tokenizer_model as --encoder={config.encoder} builds it"
+        if opened.reason:
+            how += f"; passed over: {opened.reason}"
+        return Backend(opened.backend.name, how), opened.backend
+    if config.encoder == "sentencepiece":
+        return Backend("sentencepiece", "--encoder=sentencepiece"), None
+    if importlib.util.find_spec("gigatoken") is None:
+        if config.encoder != AUTO:
+            raise ConfigError("--encoder=gigatoken: gigatoken is not installed; install it or "
+                              "use --encoder=auto")
+        return Backend("sentencepiece", "--encoder=auto: gigatoken is not installed"), None
+    return Backend("gigatoken", f"--encoder={config.encoder}, predicted: the model this run "
+                   "trains (BPE with byte fallback) is one gigatoken encodes exactly"), None
+
+
+@dataclasses.dataclass(frozen=True)
 class Estimate:
     files: int
     sampled_files: int
     complete_files: int  # of the sampled, those read to their end (counted exactly)
     input_bytes: int
-    text_bytes: float
-    documents: float
-    tokens: float  # label positions, as the manifest counts them: document tokens + one EOS each
+    text_bytes: float  # of the documents read (the selected subsets)
+    documents: float  # read
+    duplicates: float  # of those, dropped as exact duplicates (--dedup=exact; else 0)
+    written_documents: float  # copies counted, as the manifest's totals.documents
+    written_text_bytes: float  # as totals.text_bytes
+    tokens: float  # label positions written, as totals.tokens: document tokens + one EOS each
+    tokens_read: float  # the same of the documents read, once each (before dedup, mixture)
+    subsets: dict  # the manifest's mixture.subsets rows (pipeline.quality.mixture.mixture_table)
+    weights: Weights
     bytes_per_token: dict  # subset -> measured text bytes per token (empty: assumed)
     chunks: float
     records: float
     frame_bytes: int
     shards: int
     output_bytes: float
-    core_hours: float
+    core_hours: float  # the main pipeline's
+    prepass: PrepassCost | None  # the quality pre-pass's, when it runs
     usable_cores: int
-    wall_hours: float
+    wall_hours: float  # the pre-pass's, then the main pipeline's
     read_bound_hours: float
+    backend: Backend
+    rate: Rate
 
 
-def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: PipelineConfig,
-             vocab_size: int, cluster: Cluster, tokenized: bool) -> Estimate:
-    """Extrapolate ``samples`` (of some of ``inputs``) to the whole run (``tokenized``: the
-    samples' token counts were measured with the model, not assumed)."""
+def _quality_figures(samples: list[FileSample], *, inputs: list[InputFile],
+                     config: PipelineConfig) -> tuple[list[Figures], Weights]:
+    """Each file's figures with dedup and the mixture applied, and the weights used."""
+    duplicates = duplicate_lines(samples) if config.quality.dedup == "exact" else {}
+    packing = Packing(seq_len=config.seq_len, last_record=config.last_record,
+                      chunk_bytes=config.read.chunk_bytes)
+    weights = flag_weights(config)
+    figures = run_figures(samples, inputs=inputs, duplicates=duplicates,
+                          weights=weights.weights, seed=config.training.seed, packing=packing)
+    if config.quality.subset_tokens:  # the budgets need the kept tokens first
+        kept = {name: counts.tokens for name, counts in summed(figures).before.items()}
+        exact = len(inputs) == sum(s.complete for s in samples)
+        weights = budget_weights(config, tokens=kept, exact=exact)
+        figures = run_figures(samples, inputs=inputs, duplicates=duplicates,
+                              weights=weights.weights, seed=config.training.seed,
+                              packing=packing)
+    return figures, weights
+
+
+def _layout(total: Figures, *, config: PipelineConfig, vocab_size: int) -> dict:
+    """Records, their size, shards and output bytes, as the writer lays them out."""
     from pipeline.write.shard_plan import records_per_shard
     from schemas.dataset_spec import DatasetSpec
     from schemas.records import frame_bytes
 
-    by_path = {s.file.path: s for s in samples}
-    read = sum(s.text_bytes for s in samples) or 1
-    pooled = {"text": sum(s.text_per_input_byte * s.file.bytes for s in samples)
-              / max(1, sum(s.file.bytes for s in samples)),
-              "docs": sum(s.documents for s in samples) / read,
-              "tokens": sum(s.tokens for s in samples) / read}
-    chunk_bytes, seq_len = config.read.chunk_bytes, config.seq_len
-    half = 0.5 if config.last_record == "pad" else -0.5  # the mean effect of a chunk's tail
-    totals = {"text": 0.0, "docs": 0.0, "tokens": 0.0, "chunks": 0.0, "records": 0.0,
-              "largest": 0.0}
-    for file in inputs:
-        s = by_path.get(file.path)
-        if s is not None and s.complete:
-            text, docs, tokens = s.text_bytes, s.documents, s.tokens
-            chunks = len(s.chunk_labels)
-            rounding = math.ceil if config.last_record == "pad" else math.floor
-            records = sum(rounding(labels / seq_len) for labels in s.chunk_labels)
-        else:
-            ratios = ({"docs": s.documents / max(1, s.text_bytes),
-                       "tokens": s.tokens / max(1, s.text_bytes)} if s and s.text_bytes
-                      else pooled)
-            text = file.bytes * (s.text_per_input_byte if s else pooled["text"])
-            docs, tokens = text * ratios["docs"], text * ratios["tokens"]
-            # Chunks are cut by the bytes of their lines (JSON), not of their text.
-            lines_per_text = (s.line_bytes / s.text_bytes) if s and s.text_bytes else 1.0
-            chunks = math.ceil(text * lines_per_text / chunk_bytes) if text else 0
-            records = max(0.0, (tokens + docs) / seq_len + chunks * half)
-        for key, value in (("text", text), ("docs", docs), ("tokens", tokens + docs),
-                           ("chunks", chunks), ("records", records)):
-            totals[key] += value
-        totals["largest"] = max(totals["largest"], text)
-    spec = DatasetSpec(seq_len=seq_len, vocab_size=vocab_size, with_segments=config.segment_ids,
-                       last_record=config.last_record).record
+    spec = DatasetSpec(seq_len=config.seq_len, vocab_size=vocab_size,
+                       with_segments=config.segment_ids, last_record=config.last_record).record
     size = frame_bytes(spec)
     per_shard = records_per_shard(shard_bytes=config.shard_bytes, frame_bytes=size)
-    records = math.ceil(totals["records"])
-    core_hours = totals["text"] / (per_core_rate(config) * 1e6) / 3600
+    records = math.ceil(total.records)
+    return {"records": records, "frame_bytes": size, "shards": -(-records // per_shard),
+            "output_bytes": records * size}
+
+
+def _timing(figures: list[Figures], samples: list[FileSample], *, config: PipelineConfig,
+            cluster: Cluster, rate: Rate) -> dict:
+    """Core-hours, usable cores, wall time (pre-pass included) and the read bound."""
+    total = summed(figures)
+    core_hours = total.text / (rate.text_mb_per_cpu_second * 1e6) / 3600
     per_file = config.encode_processes or (1 if cluster.fanout else cluster.cores_per_worker)
-    parallel = totals["chunks"] if cluster.fanout else len(inputs) * min(
+    parallel = total.chunks if cluster.fanout else len(figures) * min(
         per_file, cluster.cores_per_worker)
-    usable = max(1, int(min(cluster.workers * cluster.cores_per_worker, parallel)))
+    cores = cluster.workers * cluster.cores_per_worker
+    usable = max(1, int(min(cores, parallel)))
     seconds_read = sum(s.seconds for s in samples)
     read_rate = sum(s.text_bytes for s in samples) / seconds_read if seconds_read else 0
-    read_bound = totals["largest"] / read_rate / 3600 if read_rate else 0.0
+    largest = max((fig.text for fig in figures), default=0.0)
+    read_bound = largest / read_rate / 3600 if read_rate else 0.0
+    prepass = prepass_cost(samples, config=config, file_texts=[fig.text for fig in figures],
+                           cores=cores, tokenize_mb_per_cpu_second=rate.text_mb_per_cpu_second)
+    # Fan-out's shuffle is a barrier in batch: reading, then the rest. Without it they overlap.
+    wall = (read_bound + core_hours / usable if cluster.fanout
+            else max(core_hours / usable, read_bound))
+    return {"core_hours": core_hours, "usable_cores": usable, "read_bound_hours": read_bound,
+            "prepass": prepass, "wall_hours": wall + (prepass.wall_hours if prepass else 0)}
+
+
+def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: PipelineConfig,
+             vocab_size: int, cluster: Cluster, tokenized: bool, backend: Backend,
+             rate: Rate) -> Estimate:
+    """Extrapolate ``samples`` (of some of ``inputs``) to the whole run (``tokenized``: the
+    samples' token counts were measured with the model, not assumed)."""
+    figures, weights = _quality_figures(samples, inputs=inputs, config=config)
+    total = summed(figures)
+    written = total.written()
+    table = mixture_table(
+        weights=weights.weights,
+        before={k: {"documents": c.documents, "tokens": c.tokens} for k, c in total.before.items()},
+        after={k: {"documents": c.documents, "tokens": c.tokens} for k, c in total.after.items()},
+        budgets=parse_budgets(config.quality.subset_tokens))
     measured = {}
     for s in samples:
         for subset, (text, tokens) in s.subsets.items():
@@ -195,94 +257,51 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
     return Estimate(
         files=len(inputs), sampled_files=len(samples),
         complete_files=sum(s.complete for s in samples), input_bytes=sum(f.bytes for f in inputs),
-        text_bytes=totals["text"], documents=totals["docs"], tokens=totals["tokens"],
+        text_bytes=total.text, documents=total.documents, duplicates=total.duplicates,
+        written_documents=written.documents, written_text_bytes=written.text,
+        tokens=written.tokens + written.documents, tokens_read=total.tokens + total.documents,
+        subsets=table, weights=weights,
         bytes_per_token={k: t / n for k, (t, n) in sorted(measured.items()) if n}
         if tokenized else {},
-        chunks=totals["chunks"], records=records, frame_bytes=size,
-        shards=-(-records // per_shard), output_bytes=records * size, core_hours=core_hours,
-        usable_cores=usable,
-        # Fan-out's shuffle is a barrier in batch: reading, then the rest. Without it they overlap.
-        wall_hours=(read_bound + core_hours / usable if cluster.fanout
-                    else max(core_hours / usable, read_bound)),
-        read_bound_hours=read_bound)
+        chunks=total.chunks, **_layout(total, config=config, vocab_size=vocab_size),
+        **_timing(figures, samples, config=config, cluster=cluster, rate=rate),
+        backend=backend, rate=rate)
 
 
-def _size(n: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n:,.0f} bytes"
-
-
-def _duration(hours: float) -> str:
-    seconds = hours * 3600
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{hours:.1f} h"
-
-
-def report(est: Estimate, *, split: str, config: PipelineConfig, cluster: Cluster) -> list[str]:
-    """The dry run's printed lines."""
-    head = f"[{split}] dry run"
-    text = est.text_bytes
-    if est.bytes_per_token:
-        per_subset = ", ".join(f"{name} {value:.2f}" for name, value in
-                               est.bytes_per_token.items())
-        tokens_how = (f"{text / max(1, est.tokens):.2f} text bytes per token with "
-                      f"{config.tokenizer_model}; measured per subset: {per_subset}")
-    else:
-        tokens_how = (f"ASSUMED {ASSUMED_BYTES_PER_TOKEN} text bytes per document token, "
-                      "English web text; give --tokenizer_model to measure")
-    return [
-        (f"{head}: {est.files} input file(s), {_size(est.input_bytes)}; read the first "
-         f"{SAMPLE_TEXT_BYTES >> 20} MiB of text of {est.sampled_files} of them "
-         f"({est.complete_files} to their end); wrote nothing"),
-        (f"{head}: text ~ {_size(text)} ({text / max(1, est.input_bytes):.2f} bytes of text per "
-         f"input byte), ~ {est.documents:,.0f} documents in ~ {est.chunks:,.0f} chunk(s)"),
-        f"{head}: tokens ~ {est.tokens:,.0f} ({tokens_how})",
-        (f"{head}: records ~ {est.records:,.0f} of {config.seq_len + 1} tokens "
-         f"({est.frame_bytes:,} bytes each) in ~ {est.shards:,} shard(s) of --shard_bytes="
-         f"{config.shard_bytes:,}: output ~ {_size(est.output_bytes)}, and as much again "
-         "in transient parts (.parts/) while it runs"),
-        (f"{head}: compute ~ {est.core_hours:,.3g} core-hours at {per_core_rate(config)} MB "
-         f"of text per core-second, --encoder={config.encoder} (measured: {THROUGHPUT_SOURCE})"),
-        (f"{head}: wall ~ {_duration(est.wall_hours)} plus start-up on {cluster.workers} "
-         f"worker(s) x {cluster.cores_per_worker} core(s) ({cluster.source}); {cluster.runner}, "
-         f"fan-out {'on' if cluster.fanout else 'off'}: {est.usable_cores:,} core(s) usable; "
-         f"of it, reading the largest file (one worker, start to end) ~ "
-         f"{_duration(est.read_bound_hours)}"),
-    ]
-
-
-def dry_run_split(config: PipelineConfig, beam_args: list[str]) -> Estimate:
-    """Sample ``config.input``, print the estimate of a run with ``config``, return it."""
+def dry_run_split(config: PipelineConfig, beam_args: list[str], *,
+                  rates_path: str = RATES_PATH) -> Estimate:
+    """Sample ``config.input``, print the estimate of a run with ``config``, return it
+    (``rates_path``: the rates file, ``pipeline.launch.dry_run_rates``)."""
     from pipeline.read.inputs import expand_inputs
-    from tokenizer.encoder import CachedEncoder, load_model_bytes
+    from tokenizer.encoder import load_model_bytes
     from tokenizer.model_info import parse_model
 
     inputs = expand_inputs(config.input)
-    encoder, vocab_size = None, config.training.vocab_size
+    model, vocab_size = None, config.training.vocab_size
     if config.tokenizer_model:
         model = load_model_bytes(config.tokenizer_model)
         vocab_size = parse_model(model, source=config.tokenizer_model).get_piece_size()
-        encoder = CachedEncoder(model_proto=model, num_threads=config.training.num_threads)
+    backend, encoder = probe_backend(config, model)
+    rate = load_rate(backend.name, path=rates_path)
     samples = [sample_file(inputs[i], config=config.read, encoder=encoder)
                for i in sampled_indices(len(inputs))]
     cluster = cluster_from_options(config, beam_args)
     est = estimate(samples, inputs=inputs, config=config, vocab_size=vocab_size,
-                   cluster=cluster, tokenized=encoder is not None)
+                   cluster=cluster, tokenized=encoder is not None, backend=backend, rate=rate)
     for line in report(est, split=config.split or "train", config=config, cluster=cluster):
         print(line)
     return est
 
 
-def dry_run(config: PipelineConfig, beam_args: list[str]) -> list[Estimate]:
+def dry_run(config: PipelineConfig, beam_args: list[str], *,
+            rates_path: str = RATES_PATH) -> list[Estimate]:
     """``--dry_run``: estimate the split of ``--input``, or both splits of the built-in sample."""
     if config.input:
-        return [dry_run_split(config, beam_args)]
-    from datagen.sample.cache import ensure_sample
+        return [dry_run_split(config, beam_args, rates_path=rates_path)]
+    from pipeline.launch.builtin_sample import ensure_builtin_sample
 
-    sample = ensure_sample()
-    return [dry_run_split(dataclasses.replace(config, input=paths, split=split), beam_args)
+    sample = ensure_builtin_sample()
+    return [dry_run_split(dataclasses.replace(config, input=paths, split=split), beam_args,
+                          rates_path=rates_path)
             for paths, split in ((",".join(sample.train_paths), "train"),
                                  (sample.val_path, "val"))]

@@ -1,10 +1,13 @@
 """The start of an input file, read as the pipeline reads it, and what it says about the file.
 
 ``sample_file`` reads documents from the start of a file with the pipeline's own decoder and
-parser (``pipeline.read.decode``, ``pipeline.read.parse``) until ``SAMPLE_TEXT_BYTES`` of text, counting
-the compressed bytes the decoder consumed, so ``text_per_input_byte`` extrapolates to the whole
-file; a file read to its end is counted exactly, its chunks rebuilt as ``pipeline.read.stage`` cuts
-them. For ``--dry_run`` (``pipeline.launch.dry_run``).
+parser (``pipeline.read.decode``, ``pipeline.read.parse``) until ``SAMPLE_TEXT_BYTES`` of text,
+counting the compressed bytes the decoder consumed, so ``text_per_input_byte`` extrapolates to
+the whole file. Each sampled document is kept as a ``SampledDoc``: its chunk (cut as
+``pipeline.read.stage`` cuts them), line, subset, size, tokens and the hash exact dedup uses
+(``pipeline.quality.doc_hash``), so that a file read to its end is counted exactly, data-quality
+options included. The CPU seconds of reading, hashing and tokenizing are measured on the way
+(the pre-pass's cost). For ``--dry_run`` (``pipeline.launch.dry_run``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 
 from common import storage
 from pipeline.config import ReadConfig
+from pipeline.quality import doc_hash
 from pipeline.read import decode, parse
 from pipeline.read.inputs import InputFile
 
@@ -23,6 +27,18 @@ MAX_SAMPLED_FILES = 16  # evenly spaced over the inputs; the others are taken to
 # Without a tokenizer model: a common figure for English web text with a 32k-50k BPE vocabulary;
 # code, math and other languages take more tokens per byte.
 ASSUMED_BYTES_PER_TOKEN = 4.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SampledDoc:
+    """One sampled document, with what the data-quality options decide by."""
+
+    chunk: int  # index of its chunk in the file, as pipeline.read.stage cuts them
+    line: int
+    subset: str
+    text_bytes: int
+    tokens: float  # measured with the model, else assumed (ASSUMED_BYTES_PER_TOKEN)
+    digest: bytes  # pipeline.quality.doc_hash.doc_hash of its text
 
 
 @dataclasses.dataclass
@@ -37,10 +53,14 @@ class FileSample:
     produced: int = 0  # decompressed bytes those gave
     line_bytes: int = 0  # decompressed bytes of the lines parsed
     complete: bool = False  # read to its end: the figures are the file's own
-    seconds: float = 0.0  # reading and parsing (tokenizing not included)
-    encode_seconds: float = 0.0
+    seconds: float = 0.0  # reading and parsing, wall (tokenizing and hashing not included)
+    encode_seconds: float = 0.0  # wall
+    hash_seconds: float = 0.0  # wall
+    read_cpu: float = 0.0  # CPU seconds (every thread) of reading and parsing
+    hash_cpu: float = 0.0  # of hashing the documents for dedup
+    encode_cpu: float = 0.0  # of tokenizing them (with a model)
     subsets: dict = dataclasses.field(default_factory=dict)  # subset -> [text bytes, tokens]
-    chunk_labels: list = dataclasses.field(default_factory=list)  # per chunk, when complete
+    docs: list = dataclasses.field(default_factory=list)  # SampledDoc, in line order
 
     @property
     def text_per_input_byte(self) -> float:
@@ -70,16 +90,12 @@ class _Counted(io.RawIOBase):
 
 def sample_file(file: InputFile, *, config: ReadConfig, encoder=None,
                 text_bytes: int = SAMPLE_TEXT_BYTES) -> FileSample:
-    """Read documents from the start of ``file`` until ``text_bytes`` of text (or its end)."""
+    """Read documents from the start of ``file`` until ``text_bytes`` of text (or its end);
+    ``encoder``: a ``tokenizer.backends.EncoderBackend`` (None: tokens assumed)."""
     sample = FileSample(file=file)
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     fs, stripped = storage.filesystem(file.path)
-    pending, pending_bytes, chunk_labels = [], 0, []
-
-    def take_chunk():
-        chunk_labels.append(sum(_count_tokens(pending, encoder, sample)) + len(pending))
-        pending.clear()
-
+    pending, pending_bytes, chunk = [], 0, 0
     with fs.open(stripped, "rb") as raw:
         counted = _Counted(raw)
         buffered = io.BufferedReader(counted, 64 << 10)
@@ -98,9 +114,8 @@ def sample_file(file: InputFile, *, config: ReadConfig, encoder=None,
                     sample.text_bytes += result.text_bytes
                     pending.append(result)
                 if pending_bytes >= config.chunk_bytes:  # as pipeline.read.stage cuts chunks
-                    if pending:
-                        take_chunk()
-                    pending_bytes = 0
+                    _take_chunk(pending, chunk=chunk, encoder=encoder, sample=sample)
+                    pending, pending_bytes, chunk = [], 0, chunk + 1
                 if sample.text_bytes >= text_bytes:
                     break
             else:
@@ -108,11 +123,9 @@ def sample_file(file: InputFile, *, config: ReadConfig, encoder=None,
         except decode.StreamError:
             sample.complete = True  # the pipeline reads no further either (one dead letter)
         sample.consumed = buffered.tell()
-    if pending:
-        take_chunk()
-    if sample.complete:
-        sample.chunk_labels = chunk_labels
-    sample.seconds = time.perf_counter() - started - sample.encode_seconds
+    _take_chunk(pending, chunk=chunk, encoder=encoder, sample=sample)
+    sample.seconds = time.perf_counter() - started - sample.encode_seconds - sample.hash_seconds
+    sample.read_cpu = time.process_time() - started_cpu - sample.encode_cpu - sample.hash_cpu
     return sample
 
 
@@ -122,20 +135,28 @@ def _produced(blocks, sample: FileSample):
         yield block
 
 
-def _count_tokens(documents, encoder, sample: FileSample):
-    """Token counts of ``documents`` (estimated without an encoder); per-subset totals kept."""
+def _take_chunk(documents: list, *, chunk: int, encoder, sample: FileSample) -> None:
+    """Count one chunk's documents into ``sample``: tokens (timed), hashes (timed)."""
+    if not documents:
+        return
+    wall, cpu = time.perf_counter(), time.process_time()
     if encoder is not None:
-        started = time.perf_counter()
         counts = [len(ids) for ids in encoder.encode_batch([d.text for d in documents])]
-        sample.encode_seconds += time.perf_counter() - started
     else:
         counts = [d.text_bytes / ASSUMED_BYTES_PER_TOKEN for d in documents]
-    for doc, count in zip(documents, counts):
+    encoded_wall, encoded_cpu = time.perf_counter(), time.process_time()
+    digests = [doc_hash.doc_hash(d.text) for d in documents]
+    sample.encode_seconds += encoded_wall - wall
+    sample.encode_cpu += encoded_cpu - cpu
+    sample.hash_seconds += time.perf_counter() - encoded_wall
+    sample.hash_cpu += time.process_time() - encoded_cpu
+    for doc, count, digest in zip(documents, counts, digests):
         entry = sample.subsets.setdefault(doc.subset, [0, 0])
         entry[0] += doc.text_bytes
         entry[1] += count
         sample.tokens += count
-    return counts
+        sample.docs.append(SampledDoc(chunk=chunk, line=doc.line, subset=doc.subset,
+                                      text_bytes=doc.text_bytes, tokens=count, digest=digest))
 
 
 def sampled_indices(count: int, *, most: int = MAX_SAMPLED_FILES) -> list[int]:

@@ -1,50 +1,120 @@
-"""Prepare ``--output`` for a run: refuse to clobber a complete dataset, clear leftovers.
+"""Prepare ``--output`` for a run: refuse to clobber a complete dataset, and remove only what
+earlier pilepack runs provably wrote there.
 
 A directory with ``manifest.json`` holds a complete dataset: replacing it needs
-``--overwrite``, and the manifest is removed *first*, so a half-rebuilt directory is never
-mistaken for a complete one. Without a manifest, shards, dead letters and ``.inprogress-``
-files are leftovers of an interrupted run (never listed anywhere) and are deleted; shard names
-are deterministic, so the rerun rewrites them identically.
+``--overwrite``; the manifest is removed *first* (a half-rebuilt directory is never mistaken for
+a complete one), then the files it lists. Otherwise files are removed only where pilepack's run
+record says so: ``.pilepack-run.json``, written here before a run writes anything and removed by
+``finish`` once its manifest is committed, holds the ``splits`` written here (their
+``SPLIT-NNNNN-of-NNNNN.tfrecord``, ``dead_letters/SPLIT-NNNNN.jsonl``, ``doc_hashes/X.bin``),
+the ``files`` a replaced manifest listed, and the ``foreign`` files, named like a split's but
+there before pilepack first wrote that split, which are never removed. ``.parts/``,
+``.quality/`` and ``.inprogress-`` files are pilepack's alone and always removed. Anything else
+(a user's ``data-00000-of-00010.tfrecord``, an input corpus, notes) is never touched.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
 from common import storage
 from common.errors import ConfigError
+from pipeline.quality.decisions import QUALITY_DIR
+from pipeline.quality.doc_hash_files import DIRECTORY as DOC_HASHES_DIR
+from pipeline.write.dead_letters import DIRECTORY as DEAD_LETTERS_DIR
+from pipeline.write.shard_plan import PARTS_DIR
 from schemas.manifest import MANIFEST_NAME
 
 log = logging.getLogger(__name__)
-# Only names this pipeline writes are leftovers: the user's own files under --output (an input
-# corpus, notes) are never touched. Paths are relative to --output.
-LEFTOVER = re.compile(
-    r"^(?:[A-Za-z0-9_.-]+-\d{5}-of-\d{5}\.tfrecord"  # shards (pipeline.write.shard_plan.shard_name)
-    r"|[A-Za-z0-9_.-]+-\d{5}-\d{5}\.tfrecord"  # shards of earlier pilepack versions
-    r"|\.parts/[^/]+"  # parts (pipeline.write.shard_plan.part_path)
-    r"|\.quality/[^/]+"  # the quality pre-pass's decisions (pipeline.quality.decisions)
-    r"|doc_hashes/[0-9a-f]\.bin"  # pipeline.quality.doc_hash_files.hash_file_path
-    r"|dead_letters/[A-Za-z0-9_.-]+-\d{5}\.jsonl"  # pipeline.write.dead_letters.dead_letter_path
-    r"|(?:dead_letters/|doc_hashes/)?" + re.escape(storage.TMP_MARKER) + r"[^/]*)$"
-)
+
+RUN_RECORD = ".pilepack-run.json"  # {"run_id", "splits", "files", "foreign"}
+
+# Pilepack's alone, removed whatever the record says: its scratch directories and temporary
+# files (paths relative to --output).
+_SCRATCH = re.compile(
+    rf"^(?:{re.escape(PARTS_DIR)}/[^/]+|{re.escape(QUALITY_DIR)}/[^/]+"
+    rf"|(?:(?:{DEAD_LETTERS_DIR}|{DOC_HASHES_DIR})/)?{re.escape(storage.TMP_MARKER)}[^/]*)$")
 
 
-def prepare(output: str, *, overwrite: bool) -> None:
+def names_pattern(splits) -> re.Pattern:
+    """The paths (relative to ``--output``) that runs of ``splits`` write."""
+    if not splits:
+        return re.compile(r"(?!)")  # matches nothing
+    recorded = "|".join(re.escape(split) for split in sorted(splits))
+    return re.compile(
+        rf"^(?:(?:{recorded})-\d{{5}}-of-\d{{5}}\.tfrecord"  # write.shard_plan.shard_name
+        rf"|{DEAD_LETTERS_DIR}/(?:{recorded})-\d{{5}}\.jsonl"  # write.dead_letters
+        rf"|{DOC_HASHES_DIR}/[0-9a-f]\.bin)$")  # quality.doc_hash_files
+
+
+def prepare(output: str, *, overwrite: bool, split: str, run_id: str = "") -> None:
+    """Refuse a complete dataset without ``overwrite``; remove what earlier runs provably
+    wrote; record that this run (``run_id``, ``split``) writes here."""
     fs, root = storage.filesystem(output)
     root = root.rstrip("/")
     manifest = f"{root}/{MANIFEST_NAME}"
+    if not fs.exists(root):
+        fs.makedirs(root, exist_ok=True)
+    record = _read_json(fs, f"{root}/{RUN_RECORD}")
+    splits, files, foreign = (set(_strings(record.get(key))) for key in _RECORD_KEYS)
     if fs.exists(manifest):
         if not overwrite:
             raise ConfigError(
                 f"{output} already holds a complete dataset ({MANIFEST_NAME} exists); pass "
                 "--overwrite to replace it, or choose another --output"
             )
+        files |= _listed(_read_json(fs, manifest))
+    present = {path[len(root) + 1:] for path in fs.find(root)}
+    if split not in splits:  # files named like this run's that no pilepack run wrote
+        foreign |= {name for name in present if names_pattern([split]).match(name)} - files
+    # The record first: should this run die during the removal, its rerun removes the rest.
+    with storage.atomic_open(storage.join(output, RUN_RECORD)) as handle:
+        handle.write(json.dumps({"run_id": run_id, "splits": sorted(splits | {split}),
+                                 "files": sorted(files), "foreign": sorted(foreign)}).encode())
+    if fs.exists(manifest):
         fs.rm(manifest)
-    if not fs.exists(root):
-        fs.makedirs(root, exist_ok=True)
-        return
-    stale = [path for path in fs.find(root) if LEFTOVER.match(path[len(root) + 1:])]
+    ours = names_pattern(splits)
+    stale = [f"{root}/{name}" for name in sorted(present)
+             if (_SCRATCH.match(name) or name in files or ours.match(name))
+             and name not in foreign]
     if stale:
-        log.info("removing %d leftover file(s) of an interrupted run in %s", len(stale), output)
+        log.info("removing %d leftover file(s) of an earlier run in %s", len(stale), output)
         fs.rm(stale)
+
+
+def finish(output: str) -> None:
+    """The manifest is committed and lists this run's files: the run record has done its job."""
+    fs, root = storage.filesystem(output)
+    try:
+        fs.rm(f"{root.rstrip('/')}/{RUN_RECORD}")
+    except FileNotFoundError:
+        pass
+
+
+_RECORD_KEYS = ("splits", "files", "foreign")
+
+
+def _read_json(fs, path: str) -> dict:
+    try:
+        doc = json.loads(fs.cat_file(path))
+    except (FileNotFoundError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _strings(value) -> list[str]:
+    return [v for v in value if isinstance(v, str) and v] if isinstance(value, list) else []
+
+
+def _listed(manifest: dict) -> set[str]:
+    """The files a (replaced) manifest lists: its shards, dead letters and document hashes."""
+    entries = [*_entries(manifest.get("shards")), *_entries(manifest.get("dead_letters")),
+               *_entries((manifest.get("doc_hashes") or {}).get("files"))]
+    return {e["path"] for e in entries if isinstance(e.get("path"), str)
+            and "/.." not in "/" + e["path"] and not e["path"].startswith("/")}
+
+
+def _entries(value) -> list[dict]:
+    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []

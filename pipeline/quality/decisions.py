@@ -7,8 +7,9 @@ file gets one (empty when nothing drops), so a missing file is an error, never "
 ``totals.json`` holds the pre-pass's per-subset totals of the documents it keeps. The
 directory is deleted when the manifest is committed, like ``.parts/``.
 
-The reader walks a file's decisions alongside the file's documents (both in line order), so
-memory is the decision arrays (9 bytes per dropped document), not a set of hashes.
+A reader looks a line up by binary search (``np.searchsorted``) in the sorted line array, so
+chunks may arrive in any order and memory is the decision arrays (9 bytes per dropped
+document), not a set of hashes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ QUALITY_DIR = ".quality"
 TOTALS_NAME = "totals.json"
 DUPLICATE = "duplicate"
 CONTAMINATED = "contaminated"
-MIXTURE = "mixture"  # a repeat count of 0 (pipeline.quality.mixture); decided while reading
+MIXTURE = "mixture"  # a repeat count of 0 (pipeline.quality.mixture); decided by Parse
 REASON_CODES = {DUPLICATE: 1, CONTAMINATED: 2}
 _REASONS = {code: reason for reason, code in REASON_CODES.items()}
 

@@ -1,11 +1,11 @@
 """Every split's document hashes, next to its manifest: ``doc_hashes/{0..f}.bin``.
 
-The hash (``pipeline.quality.doc_hash``) of every document the split writes, each once: 16 files by
-the digest's first hex digit, each the sorted distinct 16-byte digests concatenated. They let
-another run remove this split's documents with ``--exclude_docs_from=<this manifest>``
+The hash (``pipeline.quality.doc_hash``) of every document the split writes, each once: 16
+files by the digest's first hex digit, each the sorted distinct 16-byte digests concatenated.
+They let another run remove this split's documents with ``--exclude_docs_from=<this manifest>``
 alone, without the input files. Hashes are grouped by file before writing (a shuffle with 16
-keys, ``pipeline.quality.write_doc_hashes``), so each file depends only on the data, not on bundling;
-memory at the writer is one sixteenth of the split's hashes (16 bytes per document).
+keys, ``pipeline.quality.write_doc_hashes``), so each file depends only on the data, not on
+bundling; memory at the writer is one sixteenth of the split's hashes (16 bytes per document).
 """
 
 from __future__ import annotations

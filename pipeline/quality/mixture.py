@@ -11,9 +11,10 @@ documents, never cut), and the expected number of tokens written is ``w`` times 
 tokens; the manifest records what it really was.
 
 Weights come from ``--subset_weights`` (a JSON object of epochs, or ``pile-v1``: the Pile
-paper's own, ``PILE_V1``) or from ``--subset_tokens`` (a JSON object of token budgets): then
-``w = budget / tokens``, the tokens of the subset's documents counted by the quality pre-pass
-(``pipeline.quality.prepass``). Subsets not named keep weight 1.
+paper's own, ``pipeline.config.mixture_weights.PILE_V1``) or from ``--subset_tokens`` (a JSON
+object of token budgets): then ``w = budget / tokens``, the tokens of the subset's documents
+counted by the quality pre-pass (``pipeline.quality.prepass``). Subsets not named keep
+weight 1.
 
 Worked example (tests assert it): weights ``{"A": 2.5}`` and the u of 4 documents of subset A
 ``0.1, 0.7, 0.4, 0.9`` -> repeats ``3, 2, 3, 2``: 10 copies of 4 documents.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 
 from common import storage
 from pipeline.config import PipelineConfig, mixture_weights
@@ -48,12 +49,18 @@ def resolve(config: PipelineConfig, inputs) -> ExclusionSources:
 
 
 def _mixture_source(value: str) -> str:
-    return "" if not value else mixture_weights.PILE_V1_NAME if value == mixture_weights.PILE_V1_NAME else "weights"
+    if not value:
+        return ""
+    return mixture_weights.PILE_V1_NAME if value == mixture_weights.PILE_V1_NAME else "weights"
 
 
 def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_path: str,
-                beam_args: list[str]) -> dict:
-    """Run the pre-pass pipeline; return its ``totals.json``."""
+                beam_args: list[str], fanout: bool,
+                run_job: Callable[[object], object] | None = None) -> dict:
+    """Run the pre-pass pipeline; return its ``totals.json``. ``fanout``: as the main
+    pipeline's (``pipeline.launch.beam_options.fanout_enabled``). ``run_job`` runs the pipeline
+    to its end (the launcher's binds its job to the output's claim); None:
+    ``p.run().wait_until_finish()``."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -62,19 +69,26 @@ def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, mo
     directory = storage.join(config.output, quality_files.QUALITY_DIR)
     quality_files.clear(directory)
     budgets = mixture_weights.parse_budgets(config.quality.subset_tokens)
-    with beam.Pipeline(options=PipelineOptions(beam_args)) as p:
-        (p | "ListInputs" >> beam.Create(inputs)
-         | "FindDrops" >> FindDrops(
-             config=config.read, directory=directory, dedup=config.quality.dedup == "exact",
-             hash_files=sources.hash_files, raw_files=sources.raw_files,
-             model_path=model_path if budgets else None, encoder=config.encoder,
-             num_threads=config.training.num_threads))
+    p = beam.Pipeline(options=PipelineOptions(beam_args))
+    (p | "ListInputs" >> beam.Create(inputs)
+     | "FindDrops" >> FindDrops(
+         config=config.read, paths=tuple(f.path for f in inputs), directory=directory,
+         dedup=config.quality.dedup == "exact", fanout=fanout,
+         hash_files=sources.hash_files, raw_files=sources.raw_files,
+         model_path=model_path if budgets else None, encoder=config.encoder,
+         num_threads=config.encoder_threads))
+    if run_job is None:
+        p.run().wait_until_finish()
+    else:
+        run_job(p)
     return quality_files.read_totals(directory)
 
 
 def prepare(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_path: str,
-            beam_args: list[str]) -> QualityRun | None:
-    """Run the pre-pass if needed; None when no data-quality option is given."""
+            beam_args: list[str], fanout: bool,
+            run_job: Callable[[object], object] | None = None) -> QualityRun | None:
+    """Run the pre-pass if needed (``fanout``, ``run_job``: see ``run_prepass``); None when no
+    data-quality option is given."""
     options = config.quality
     seed = config.training.seed
     if not options.active:
@@ -88,7 +102,7 @@ def prepare(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_
     if options.dedup == "exact" or sources or budgets:
         started = time.time()
         totals = run_prepass(config, inputs=inputs, sources=sources, model_path=model_path,
-                             beam_args=beam_args)
+                             beam_args=beam_args, fanout=fanout, run_job=run_job)
         seconds = time.time() - started
         log.info("quality pre-pass: %.1f s, %d excluded hashes", seconds,
                  totals["excluded_hashes"])

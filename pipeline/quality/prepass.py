@@ -2,10 +2,13 @@
 per-subset totals a token budget needs. A Beam pipeline of its own, run before the main one
 (``pipeline.quality.prepare``), like the tokenizer sample.
 
-1. ``KeyByHash``: every selected document of the input -> ``(hash, (file, line, subset,
-   tokens))`` (tokens counted only for ``--subset_tokens``, by the run's encoder backend,
-   loaded once per worker in ``DoFn.setup``); every document of ``--exclude_docs_from`` ->
-   ``(hash, EXCLUDED)`` (from other splits' hash files, or raw files read and hashed).
+1. ``Read`` (``pipeline.read.stage.ReadDocuments``: ReadLines -> [FanOut] -> Parse, as in the
+   main pipeline, so that with ``fanout`` any worker hashes and counts any chunk, whatever the
+   number of files), then ``KeyByHash``: every selected document of the input -> ``(hash,
+   (file, line, subset, tokens))`` (tokens counted only for ``--subset_tokens``, by the run's
+   encoder backend, loaded once per worker in ``DoFn.setup``); every document of
+   ``--exclude_docs_from`` -> ``(hash, EXCLUDED)`` (from other splits' hash files, or raw files
+   read the same way, with every subset, and hashed).
 2. ``CoGroupByKey`` by hash: a shuffle keyed by hash, so no process ever holds the set of
    all hashes. Per hash: excluded -> every document drops (``contaminated``); else with
    ``--dedup=exact`` the lowest (file, line) is kept and the others drop (``duplicate``),
@@ -28,18 +31,17 @@ from common import storage
 from pipeline.config import ReadConfig
 from pipeline.quality import decisions as quality_files
 from pipeline.quality import doc_hash
-from pipeline.read.stage import Chunk, iter_documents, read_file
+from pipeline.read.stage import Chunk, ReadDocuments
 
 EXCLUDED = "excluded"
 KEPT = "kept"
 
 
 class _KeyByHashFn(beam.DoFn):
-    """InputFile -> (hash, (file, line, subset, tokens)) per selected document."""
+    """Chunk -> (hash, (file, line, subset, tokens)) per document."""
 
-    def __init__(self, *, config: ReadConfig, model_path: str | None, encoder: str,
+    def __init__(self, *, model_path: str | None, encoder: str,
                  num_threads: int, hashed: bool):
-        self._config = config
         self._model_path = model_path
         self._encoder_name = encoder
         self._num_threads = num_threads
@@ -55,21 +57,26 @@ class _KeyByHashFn(beam.DoFn):
                                          model_proto=load_model_bytes(self._model_path),
                                          num_threads=self._num_threads).backend
 
-    def process(self, file):
-        for item in read_file(file, config=self._config):
-            if not isinstance(item, Chunk):
-                continue  # dead letters and statistics are the main pipeline's to report
-            documents = item.documents
-            counts = ([len(ids) for ids in self._backend.encode_batch(
-                [doc.text for doc in documents])] if self._backend else [0] * len(documents))
-            for doc, tokens in zip(documents, counts):
-                key = doc_hash.doc_hash(doc.text) if self._hashed else b""
-                yield key, (file.index, doc.line, doc.subset, tokens)
+    def process(self, chunk: Chunk):
+        documents = chunk.documents
+        counts = ([len(ids) for ids in self._backend.encode_batch(
+            [doc.text for doc in documents])] if self._backend else [0] * len(documents))
+        for doc, tokens in zip(documents, counts):
+            key = doc_hash.doc_hash(doc.text) if self._hashed else b""
+            yield key, (chunk.file_index, doc.line, doc.subset, tokens)
 
 
-def _raw_hashes(file, config: ReadConfig):
-    for doc in iter_documents(file, config=config):
+def _excluded_hashes(chunk: Chunk):
+    for doc in chunk.documents:
         yield doc_hash.doc_hash(doc.text), EXCLUDED
+
+
+def _read(files, label: str, *, config: ReadConfig, paths: tuple[str, ...], fanout: bool):
+    """The chunks of documents ``config`` selects; dead letters and statistics are the main
+    pipeline's to report (and, with ``--on_bad_record=fail``, to fail on), so they are
+    skipped here."""
+    lenient = dataclasses.replace(config, on_bad_record="skip")
+    return (files | label >> ReadDocuments(config=lenient, paths=paths, fanout=fanout))["chunks"]
 
 
 def _file_hashes(path: str):
@@ -131,16 +138,21 @@ def _totals(rows) -> dict:
 class FindDrops(beam.PTransform):
     """PCollection[InputFile] -> decision files and ``totals.json`` in ``directory``.
 
+    ``paths``: every input file's path, by file index (``ReadDocuments``); ``fanout``: spread
+    the chunks over all workers after reading (``pipeline.launch.beam_options.fanout_enabled``);
     ``hash_files``/``raw_files``: the ``--exclude_docs_from`` sources
     (``pipeline.quality.exclusion``); ``dedup``: keep only the first of equal documents;
     ``model_path``: count tokens of the kept documents (``--subset_tokens``), else None.
     """
 
-    def __init__(self, *, config: ReadConfig, directory: str, dedup: bool,
+    def __init__(self, *, config: ReadConfig, paths: tuple[str, ...], directory: str,
+                 dedup: bool, fanout: bool = False,
                  hash_files: tuple[str, ...] = (), raw_files: tuple = (),
                  model_path: str | None = None, encoder: str = "auto", num_threads: int = 0):
         super().__init__()
         self._config = config
+        self._paths = tuple(paths)
+        self._fanout = fanout
         self._directory = directory
         self._dedup = dedup
         self._hash_files = tuple(hash_files)
@@ -155,8 +167,10 @@ class FindDrops(beam.PTransform):
 
     def expand(self, files):
         directory = self._directory
-        docs = files | "KeyByHash" >> beam.ParDo(_KeyByHashFn(
-            config=self._config, model_path=self._model_path, encoder=self._encoder,
+        chunks = _read(files, "Read", config=self._config, paths=self._paths,
+                       fanout=self._fanout)
+        docs = chunks | "KeyByHash" >> beam.ParDo(_KeyByHashFn(
+            model_path=self._model_path, encoder=self._encoder,
             num_threads=self._num_threads, hashed=self._decides))
         if self._decides:
             kept, excluded = self._decide(files, docs)
@@ -178,8 +192,11 @@ class FindDrops(beam.PTransform):
         everything = every_subset(self._config)
         from_files = (p | "ListHashFiles" >> beam.Create(self._hash_files)
                       | "ReadHashFiles" >> beam.FlatMap(_file_hashes))
-        from_raw = (p | "ListExcludedFiles" >> beam.Create(self._raw_files)
-                    | "HashExcludedFiles" >> beam.FlatMap(_raw_hashes, config=everything))
+        # exclusion.resolve numbers the raw files 0, 1, ... in order: their paths by index.
+        from_raw = (_read(p | "ListExcludedFiles" >> beam.Create(self._raw_files),
+                          "ReadExcludedFiles", config=everything,
+                          paths=tuple(f.path for f in self._raw_files), fanout=self._fanout)
+                    | "HashExcludedFiles" >> beam.FlatMap(_excluded_hashes))
         excluded = (from_files, from_raw) | "AllExcluded" >> beam.Flatten()
         decided = (
             {"docs": docs, EXCLUDED: excluded}

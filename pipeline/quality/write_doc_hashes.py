@@ -1,8 +1,9 @@
 """Stage: the hashes of the documents a split writes -> ``doc_hashes/{0..f}.bin``.
 
-Each chunk's written documents (repeat count >= 1) are hashed where they are read (fused with
-Read), keyed by the file their digest goes to, grouped (16 keys; every file is written, empty
-ones included) and written sorted and distinct (``pipeline.quality.doc_hash_files``).
+Each parsed chunk's written documents (repeat count >= 1) are hashed on whichever worker
+parsed the chunk (after the fan-out, when it is on), keyed by the file their digest goes to,
+grouped (16 keys; every file is written, empty ones included) and written sorted and distinct
+(``pipeline.quality.doc_hash_files``).
 """
 
 from __future__ import annotations

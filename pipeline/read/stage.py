@@ -42,8 +42,10 @@ class Chunk:
     documents: tuple[parse.Document, ...]
     # Copies of each document to write (pipeline.quality.mixture); () = one each, no mixture.
     repeats: tuple[int, ...] = ()
-    # Compressed bytes of the input file read when the chunk was closed (progress and ETA).
+    # The compressed bytes of the input file this chunk consumed: [input_start, input_offset),
+    # the previous chunk's end to the position when it was closed (progress and ETA only).
     input_offset: int = 0
+    input_start: int = 0
 
     def approx_bytes(self) -> int:
         return sum(document.text_bytes for document in self.documents)
@@ -65,16 +67,20 @@ class DeadLetter:
 
 @dataclasses.dataclass
 class ReadStats:
-    """Per-file accounting: read = written + filtered + rejected (written is counted later)."""
+    """Per-file accounting. ``lines`` is Read's own count of the lines it split (blank ones
+    included), set only by ``read_lines``; the other counts are made downstream of it (Parse,
+    the selection), so ``lines == accounted_lines()`` holds only if every chunk of lines was
+    parsed exactly once (``pipeline.dataset.manifest.check_lines_accounted``)."""
 
     file_index: int
     path: str
     format: str = ""
     lines: int = 0
+    stream_errors: int = 0  # rejections of the stream, not of a line (also in ``rejected``)
     documents: int = 0  # documents passed on to tokenization
     filtered: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     rejected: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    # (reason, subset) -> documents, for the reasons of pipeline.quality.selection (manifest: quality)
+    # (reason, subset) -> documents, for pipeline.quality.selection's reasons (manifest: quality)
     filtered_by_subset: collections.Counter = dataclasses.field(
         default_factory=collections.Counter)
 
@@ -82,10 +88,17 @@ class ReadStats:
         """Add ``other``'s counts (another part of the same file) to these."""
         self.format = self.format or other.format
         self.lines += other.lines
+        self.stream_errors += other.stream_errors
         self.documents += other.documents
         self.filtered.update(other.filtered)
         self.rejected.update(other.rejected)
         self.filtered_by_subset.update(other.filtered_by_subset)
+
+    def accounted_lines(self) -> int:
+        """Lines counted after the split: written + filtered (blank ones included) + rejected,
+        less the rejections of the stream itself, which are not lines."""
+        return (self.documents + sum(self.filtered.values()) + sum(self.rejected.values())
+                - self.stream_errors)
 
 
 @register
@@ -105,17 +118,19 @@ class RawChunk:
     data: bytes  # the contents, concatenated (zstd-compressed if ``compressed``)
     input_offset: int = 0  # see Chunk
     compressed: bool = False
+    input_start: int = 0  # see Chunk
 
     def approx_bytes(self) -> int:
         return len(self.data) + 24 * len(self.numbers)
 
     @classmethod
     def of_lines(cls, file_index: int, chunk_index: int, lines: list, *,
-                 input_offset: int) -> "RawChunk":
+                 input_start: int, input_offset: int) -> "RawChunk":
         """``lines``: ``pipeline.read.decode.Line``s with their contents."""
         return cls(file_index, chunk_index, tuple(line.number for line in lines),
                    tuple(line.offset for line in lines), tuple(len(line.data) for line in lines),
-                   b"".join(line.data for line in lines), input_offset)
+                   b"".join(line.data for line in lines), input_offset,
+                   input_start=input_start)
 
     def compressed_copy(self) -> "RawChunk":
         if self.compressed:
@@ -138,6 +153,7 @@ def read_lines(file: InputFile, *, config: ReadConfig) -> Iterator[RawChunk | De
     pending: list[decode.Line] = []
     pending_bytes = 0
     chunk_index = 0
+    start = 0  # compressed offset where the next chunk's input begins
 
     def dead(line, offset, reason, detail):
         stats.rejected[reason] += 1
@@ -161,17 +177,21 @@ def read_lines(file: InputFile, *, config: ReadConfig) -> Iterator[RawChunk | De
                 pending.append(line)
                 pending_bytes += len(line.data) + 1
                 if pending_bytes >= config.chunk_bytes:
+                    end = max(start, _position(raw))
                     yield RawChunk.of_lines(file.index, chunk_index, pending,
-                                            input_offset=_position(raw))
-                    chunk_index, pending, pending_bytes = chunk_index + 1, [], 0
+                                            input_start=start, input_offset=end)
+                    chunk_index, pending, pending_bytes, start = chunk_index + 1, [], 0, end
     except decode.StreamError as err:
         # The part of a line cut by the damage is counted once, as this dead letter.
+        stats.stream_errors += 1
         yield dead(last_line + 1, err.offset, err.reason, err.detail)
     except OSError as err:
+        stats.stream_errors += 1
         yield dead(None, None, "unreadable_file", f"{type(err).__name__}: {err}")
     check_unchanged(file, fs, stripped, when="while the run read it")
     if pending:
-        yield RawChunk.of_lines(file.index, chunk_index, pending, input_offset=file.bytes)
+        yield RawChunk.of_lines(file.index, chunk_index, pending, input_start=start,
+                                input_offset=max(start, file.bytes))
     yield stats
 
 
@@ -195,7 +215,7 @@ def parse_chunk(raw: RawChunk, *, path: str, config: ReadConfig,
             documents.append(result)
     if documents:
         yield Chunk(raw.file_index, raw.chunk_index, tuple(documents),
-                    input_offset=raw.input_offset)
+                    input_offset=raw.input_offset, input_start=raw.input_start)
 
 
 def read_file(file: InputFile, *, config: ReadConfig) -> Iterator[Chunk | DeadLetter | ReadStats]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -46,9 +47,11 @@ def copy_model(source: str, directory: str) -> tuple[str, bytes]:
 
 
 def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
-                   training: TokenizerTrainingConfig, beam_args: list[str]) -> dict:
+                   training: TokenizerTrainingConfig, beam_args: list[str],
+                   run_job: Callable[[beam.Pipeline], object] | None = None) -> dict:
     """Sampling pipeline, then SentencePiece training into ``output``; returns the record the
-    manifest keeps about the training."""
+    manifest keeps about the training. ``run_job`` runs the sampling pipeline to its end (the
+    launcher's binds its job to the output's claim); None: ``p.run().wait_until_finish()``."""
     from pipeline.tokenize.training_sample import DrawTokenizerSample, load_sample
     from tokenizer.spec import TrainOptions
     from tokenizer.train import train_from_texts
@@ -58,12 +61,16 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
     if fs.exists(stripped):
         fs.rm(stripped, recursive=True)
     started = time.time()
-    with beam.Pipeline(options=PipelineOptions(beam_args)) as p:
-        files = p | "ListInputs" >> beam.Create(inputs)
-        files | "Sample" >> DrawTokenizerSample(
-            config=read, sample_bytes=training.tokenizer_sample_bytes, seed=training.seed,
-            directory=sample_dir, max_piece_bytes=MAX_PIECE_BYTES,
-        )
+    p = beam.Pipeline(options=PipelineOptions(beam_args))
+    files = p | "ListInputs" >> beam.Create(inputs)
+    files | "Sample" >> DrawTokenizerSample(
+        config=read, sample_bytes=training.tokenizer_sample_bytes, seed=training.seed,
+        directory=sample_dir, max_piece_bytes=MAX_PIECE_BYTES,
+    )
+    if run_job is None:
+        p.run().wait_until_finish()
+    else:
+        run_job(p)
     pieces = load_sample(sample_dir) if fs.exists(stripped) else []
     sampling_seconds = time.time() - started
     if not pieces:
@@ -93,15 +100,17 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
     }
 
 
-def prepare_tokenizer(*, config, inputs, beam_args) -> ModelInfo:
-    """The run's tokenizer in ``config.output``: copied from --tokenizer_model, or trained."""
+def prepare_tokenizer(*, config, inputs, beam_args,
+                      run_job: Callable[[beam.Pipeline], object] | None = None) -> ModelInfo:
+    """The run's tokenizer in ``config.output``: copied from --tokenizer_model, or trained
+    (``run_job``: see ``train_on_input``)."""
     if config.tokenizer_model:
         path, model = copy_model(config.tokenizer_model, config.output)
         info = describe(path, model=model)
     else:
         record = train_on_input(inputs=inputs, input_desc=config.input, output=config.output,
                                 read=config.read, training=config.training,
-                                beam_args=beam_args)
+                                beam_args=beam_args, run_job=run_job)
         info = describe(storage.join(config.output, MODEL_FILENAME), trained=record)
     if info.pad_id < 0 and config.last_record == "pad":
         raise TokenizerError(

@@ -6,16 +6,8 @@ backend (``--encoder``, see ``tokenizer.backends``) and its exactness guard
 Ids are the documented encoding: ``SentencePieceProcessor.encode``'s, a literal U+2581 as its
 byte pieces.
 
-How the worker's cores are used is decided in ``setup()`` too, from the backend:
-
-* a backend that releases the GIL (gigatoken) encodes chunks in threads of this process
-  (one per core with ``pool_if_auto``): no second copy of the model, and the encoding runs
-  while this thread reads, packs and writes;
-* the sentencepiece backend's word cache is Python, which holds the GIL, so chunks go to a
-  pool of encoder processes (one per core with ``pool_if_auto``), each with its own model and
-  cache;
-* ``processes=1``: encode in this thread; ``processes > 1``: a pool of processes whatever the
-  backend.
+How the worker's cores are used (threads, a pool of encoder processes, or this thread) is
+decided in ``setup()`` too, by ``pipeline.tokenize.encoding_plan.plan_encoding``.
 
 Results are emitted in input order (a FIFO of futures), so the output does not depend on the
 threads or the pool; the last ones are emitted in ``finish_bundle``, which Beam calls
@@ -39,6 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.read.chunk_coder import register
 from pipeline.read.stage import Chunk
+from pipeline.tokenize.encoding_plan import PROCESSES, THREADS, EncodingPlan, plan_encoding
 from pipeline.tokenize.subset_stats import SubsetStats
 from tokenizer import pool_worker
 from tokenizer.spec import SPACE_SYMBOL
@@ -57,8 +50,9 @@ class TokenizedChunk:
     documents: tuple[np.ndarray, ...]
     subsets: dict[str, SubsetStats]
     repeats: tuple[int, ...] = ()  # the chunk's copies per document (pipeline.quality.mixture)
-    before: dict | None = None  # subset stats before the mixture's copies (pipeline.quality.mixture)
+    before: dict | None = None  # subset stats before the mixture's copies (quality.mixture)
     input_offset: int = 0  # see pipeline.read.stage.Chunk
+    input_start: int = 0  # see pipeline.read.stage.Chunk
 
     def approx_bytes(self) -> int:
         return sum(ids.nbytes for ids in self.documents)
@@ -84,13 +78,12 @@ def subset_stats(chunk: Chunk, token_arrays, *, lossless_space_symbol: bool = Tr
 
 
 class _TokenizeFn(beam.DoFn):
-    def __init__(self, *, model_path: str, num_threads: int, processes: int, pool_if_auto: bool,
+    def __init__(self, *, model_path: str, threads: int, processes: int, pool_if_auto: bool,
                  encoder: str = "auto", on_mismatch: str = "fail", check_every: int = 64,
                  file_paths: tuple[str, ...] = ()):
         self._model_path = model_path
-        self._num_threads = num_threads
-        self._requested_processes = processes
-        self._pool_if_auto = pool_if_auto
+        self._requested = {"requested_threads": threads, "requested_processes": processes,
+                           "pool_if_auto": pool_if_auto}
         self._guard = {"encoder": encoder, "on_mismatch": on_mismatch,
                        "check_every": check_every}
         self._file_paths = tuple(file_paths)
@@ -99,51 +92,52 @@ class _TokenizeFn(beam.DoFn):
 
     def setup(self):
         from tokenizer.encoder import load_model_bytes, usable_cores
-        from tokenizer.guard import ChunkEncoder
 
         model = load_model_bytes(self._model_path)
-        # Decided here, on the worker: its own cores, not the launching machine's.
-        cores = usable_cores()
-        workers = self._requested_processes or (cores if self._pool_if_auto else 1)
-        # A backend that releases the GIL encodes in this process's threads (below), while this
-        # thread parses, packs and writes: it must not hold the GIL meanwhile.
-        threaded = not self._requested_processes and (self._num_threads or workers) > 1
-        self._encoder = ChunkEncoder(model_proto=model, num_threads=1, gil_free=threaded,
-                                     **self._guard)
-        backend = self._encoder.backend
-        if self._encoder.reason:
+        facts = dict(self._requested, cores=usable_cores())  # this worker's cores
+        # Whether the backend releases the GIL is known once it is built (--encoder=auto): built
+        # as planned for one that does; for one that does not, rebuilt only if its plan wants
+        # other threads (a pool of processes builds its own, by the backend's name).
+        plan = plan_encoding(**facts, releases_gil=True)
+        encoder = self._chunk_encoder(model, plan)
+        backend = encoder.backend
+        if encoder.reason:
             log.warning("encoder %s (--encoder=%s): %s", backend.name, self._guard["encoder"],
-                        self._encoder.reason)
+                        encoder.reason)
+        if not backend.releases_gil:
+            built, plan = plan, plan_encoding(**facts, releases_gil=False)
+            if plan.pool != PROCESSES and (plan.encoder_threads, plan.gil_free) != (
+                    built.encoder_threads, built.gil_free):
+                encoder = self._chunk_encoder(model, plan)
         self._lossless = backend.lossless_space_symbol
-        if backend.releases_gil and not self._requested_processes:
-            # Threads of this process (measured faster and smaller than processes: BENCHMARKS).
-            workers = self._num_threads or workers
-            self._processes = workers
-            self._pool = concurrent.futures.ThreadPoolExecutor(workers) if workers > 1 else None
-            self._encode = self._encoder.encode
-        elif workers > 1:
-            # spawn, not fork: this process runs Beam's and TensorFlow's threads.
-            options = dict(self._guard, encoder=backend.name)
+        self._workers = plan.workers
+        if plan.pool == PROCESSES:
             self._encoder = None  # each process has its own
-            self._processes = workers
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=pool_worker.init, initargs=(model, os.getpid(), options),
-            )
-            # Start every process now, while this one goes on reading.
-            for _ in range(workers):
-                self._pool.submit(pool_worker.warm_up)
+            self._pool = self._process_pool(model, plan.workers, encoder=backend.name)
             self._encode = pool_worker.encode
-        else:
-            # In this thread, the backend using --num_threads threads for each chunk.
-            self._processes = 1
-            # 0 = every core only for a worker that has the machine to itself (no N x N threads
-            # when a runner already starts a worker per core).
-            threads = self._num_threads or (cores if self._pool_if_auto else 1)
-            if threads != 1:
-                self._encoder = ChunkEncoder(model_proto=model, num_threads=threads,
-                                             **self._guard)
-            self._encode = self._encoder.encode
+            return
+        self._encoder = encoder
+        self._encode = encoder.encode
+        self._pool = (concurrent.futures.ThreadPoolExecutor(plan.workers)
+                      if plan.pool == THREADS else None)
+
+    def _chunk_encoder(self, model: bytes, plan: EncodingPlan):
+        from tokenizer.guard import ChunkEncoder
+
+        return ChunkEncoder(model_proto=model, num_threads=plan.encoder_threads,
+                            gil_free=plan.gil_free, **self._guard)
+
+    def _process_pool(self, model: bytes, workers: int, *, encoder: str):
+        # spawn, not fork: this process runs Beam's and TensorFlow's threads.
+        pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=pool_worker.init,
+            initargs=(model, os.getpid(), dict(self._guard, encoder=encoder)),
+        )
+        # Start every process now, while this one goes on reading.
+        for _ in range(workers):
+            pool.submit(pool_worker.warm_up)
+        return pool
 
     def start_bundle(self):
         self._pending = collections.deque()
@@ -160,7 +154,7 @@ class _TokenizeFn(beam.DoFn):
         self._pending.append((chunk, self._pool.submit(self._encode, texts, path=path,
                                                        lines=lines)))
         # Keep every worker busy, plus one chunk queued, and no more (bounded memory).
-        while len(self._pending) > self._processes + 1:
+        while len(self._pending) > self._workers + 1:
             done, future = self._pending.popleft()
             yield from self._results(done, *future.result())
 
@@ -194,6 +188,7 @@ class _TokenizeFn(beam.DoFn):
             before=subset_stats(chunk, ids, lossless_space_symbol=self._lossless, copies=False)
             if chunk.repeats else None,
             input_offset=chunk.input_offset,
+            input_start=chunk.input_start,
         )
         yield beam.pvalue.TaggedOutput(ENCODER_STATS, stats)
 
@@ -201,24 +196,22 @@ class _TokenizeFn(beam.DoFn):
 class Tokenize(beam.PTransform):
     """PCollection[Chunk] -> {chunks: TokenizedChunk, encoder_stats: EncodeStats}.
 
-    ``num_threads`` 0: all of the worker's cores. ``processes`` 0: one encoder per worker core
-    when ``pool_if_auto`` (the in-process DirectRunner, one worker for the whole machine) --
-    threads for a backend that releases the GIL, else processes -- and otherwise encode in the
-    worker itself (runners that already run a worker per core). ``encoder``,
-    ``on_mismatch``, ``check_every``: see ``tokenizer.guard.ChunkEncoder``; ``file_paths``
-    (by file index) name documents in the guard's errors and sample them.
+    ``threads`` (``--encoder_threads``), ``processes`` (``--encode_processes``), 0 = auto, and
+    ``pool_if_auto`` (the worker has the machine to itself: the in-process DirectRunner): see
+    ``pipeline.tokenize.encoding_plan``. ``encoder``, ``on_mismatch``, ``check_every``: see
+    ``tokenizer.guard.ChunkEncoder``; ``file_paths`` (by file index) name documents in the
+    guard's errors and sample them.
     """
 
-    def __init__(self, *, model_path: str, num_threads: int = 0, processes: int = 0,
+    def __init__(self, *, model_path: str, threads: int = 0, processes: int = 0,
                  pool_if_auto: bool = False, encoder: str = "auto", on_mismatch: str = "fail",
                  check_every: int = 64, file_paths: tuple[str, ...] = ()):
         super().__init__()
-        self._fn = _TokenizeFn(model_path=model_path, num_threads=num_threads,
-                               processes=processes, pool_if_auto=pool_if_auto, encoder=encoder,
+        self._fn = _TokenizeFn(model_path=model_path, threads=threads, processes=processes,
+                               pool_if_auto=pool_if_auto, encoder=encoder,
                                on_mismatch=on_mismatch, check_every=check_every,
                                file_paths=file_paths)
 
     def expand(self, chunks):
         return chunks | "Encode" >> beam.ParDo(self._fn).with_output_types(
-            TokenizedChunk).with_outputs(ENCODER_STATS,
-                                                                       main="chunks")
+            TokenizedChunk).with_outputs(ENCODER_STATS, main="chunks")

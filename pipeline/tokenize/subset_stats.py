@@ -16,7 +16,8 @@ class SubsetStats:
     bytes: int = 0  # UTF-8 bytes of text
     tokens: int = 0
     lossy_documents: int = 0  # holding U+2581, which decodes as a space
-    # Log-spaced histograms (pipeline.tokenize.histogram) of document length and tokens per document.
+    # Log-spaced histograms (pipeline.tokenize.histogram) of document length and of tokens per
+    # document.
     bytes_histogram: list = dataclasses.field(default_factory=histogram.empty, compare=False)
     tokens_histogram: list = dataclasses.field(default_factory=histogram.empty, compare=False)
 

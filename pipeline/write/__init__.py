@@ -1,7 +1,7 @@
 """Stages 3-4, Pack and Write: token ids -> fixed-length records -> part files -> TFRecord shards.
 
 Data flow: ``pack`` (records of ``seq_len + 1`` tokens) -> ``parts`` (one file per chunk, with a
-progress sidecar) -> ``shard_plan`` -> ``shards`` (assembled in input or ``permutation`` order);
-rejected lines go to ``dead_letters``. May import: ``pipeline.config``, ``pipeline.read``,
-``pipeline.quality``, ``pipeline.tokenize``.
+progress sidecar) -> ``shard_plan`` -> ``shards``, in the ``order`` of the input or of a
+``permutation``; rejected lines go to ``dead_letters``. May import: ``pipeline.config``,
+``pipeline.read``, ``pipeline.quality``, ``pipeline.tokenize``.
 """

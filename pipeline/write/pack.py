@@ -19,7 +19,7 @@ Worked example (tests assert these numbers): ``L = 4``, EOS = 1, PAD = 0, docume
 * record 1: ``[1, 8, 9, 1, 0]`` (partial: 3 real labels, 1 padding token)
 
 Dropping every record's first token and the padding, then splitting at EOS, gives the
-documents back in order: this is how ``pipeline.verify --roundtrip`` decodes a split.
+documents back in order: this is how ``pipeline.roundtrip`` decodes a split.
 
 With ``with_segments`` each record also gets ``segment_ids`` (1, 2, ... for each
 EOS-started document segment inside the record; 0 on padding) and ``positions`` (index inside
@@ -152,6 +152,8 @@ class PackedChunk:
     epoch: int = 0  # copy number of the chunk's documents (pipeline.quality.mixture)
     before: dict | None = None  # subset stats before the mixture's copies (epoch 0 only)
     input_offset: int = 0  # see pipeline.read.stage.Chunk
+    input_start: int = 0  # see pipeline.read.stage.Chunk
+    documents: int = 0  # documents packed into these records (the manifest checks the sum)
 
     def approx_bytes(self) -> int:
         return sum(array.nbytes for array in self.features.values())
@@ -187,7 +189,8 @@ class _PackFn(beam.DoFn):
             yield PackedChunk(chunk.file_index, chunk.chunk_index, features, stats,
                               chunk.subsets if epoch == 0 else {}, epoch=epoch,
                               before=chunk.before if epoch == 0 else None,
-                              input_offset=chunk.input_offset)
+                              input_offset=chunk.input_offset, input_start=chunk.input_start,
+                              documents=len(documents))
 
 
 class Pack(beam.PTransform):

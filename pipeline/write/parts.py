@@ -8,6 +8,8 @@ deleted when the manifest is committed.
 
 from __future__ import annotations
 
+import dataclasses
+
 import apache_beam as beam
 
 from common import storage
@@ -20,6 +22,20 @@ from schemas.records import TOKENS, RecordSpec, frame_examples
 
 CHUNK_STATS = "chunk_stats"
 SUBSET_METRICS = "pilepack.subsets"  # Beam counters "<pile_set_name>/<documents|bytes|tokens>"
+
+
+@dataclasses.dataclass(frozen=True)
+class PartDocuments:
+    """The documents of one part, counted where it is written, for the manifest's check that
+    they are the ones Parse passed on (``pipeline.dataset.manifest.check_documents_accounted``).
+    """
+
+    file_index: int
+    epoch: int
+    documents: int  # in the part's records (a document's copy number ``epoch``)
+    # Epoch 0 only: the copies of the chunk's documents in all its epochs' parts, as Tokenize
+    # counted them from the chunk's repeats (its subsets; without a mixture: its documents).
+    copies: int = 0
 
 
 def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...]:
@@ -48,11 +64,13 @@ class _WritePartFn(beam.DoFn):
     def process(self, chunk: PackedChunk):
         info = write_part(chunk, directory=self._directory, spec=self._spec, pad_id=self._pad_id)
         beam.metrics.Metrics.counter("write", "records").inc(info.records)
-        if chunk.epoch == 0:  # for the launcher's progress (pipeline.write.progress), and the runner's UI
-            done = summed(chunk.subsets.values())
+        done = summed(chunk.subsets.values())  # the chunk's copies: epoch 0 only, else none
+        # For the launcher's progress (pipeline.write.progress), and the runner's UI.
+        if chunk.epoch == 0:
             progress.write_sidecar(self._directory, info.path, file_index=chunk.file_index,
-                                   input_offset=chunk.input_offset, documents=done.documents,
-                                   text_bytes=done.bytes, tokens=done.tokens)
+                                   input_bytes=chunk.input_offset - chunk.input_start,
+                                   documents=done.documents, text_bytes=done.bytes,
+                                   tokens=done.tokens)
             for name, stats in chunk.subsets.items():
                 for field in ("documents", "bytes", "tokens"):
                     beam.metrics.Metrics.counter(SUBSET_METRICS, f"{name}/{field}").inc(
@@ -60,12 +78,15 @@ class _WritePartFn(beam.DoFn):
         yield info
         # Per-chunk statistics travel on to the manifest.
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, (chunk.stats, chunk.subsets))
+        yield beam.pvalue.TaggedOutput(CHUNK_STATS, PartDocuments(
+            chunk.file_index, chunk.epoch, chunk.documents, copies=done.documents))
         if chunk.before is not None:
             yield beam.pvalue.TaggedOutput(CHUNK_STATS, BeforeMixture(chunk.before))
 
 
 class WriteParts(beam.PTransform):
-    """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: (PackStats, subsets)}."""
+    """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: (PackStats, subsets),
+    PartDocuments and BeforeMixture}."""
 
     def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int):
         super().__init__()

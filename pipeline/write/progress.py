@@ -1,11 +1,14 @@
 """Progress of a running split, seen from the launching process, whatever the runner.
 
 Each written part leaves a small sidecar, ``.parts/<part>.progress.json``: the chunk's documents,
-text bytes and tokens, and how far into its input file (in compressed bytes) the chunk ended.
-The launcher polls the sidecars (``Watcher``): done = the sum of the counts; consumed input =
-per input file, the furthest offset seen; percent and ETA = consumed / total compressed input.
-So progress works the same for the in-process DirectRunner, its worker processes and a cluster
-writing to S3, and needs nothing from the runner. A terminal gets a ``rich`` progress bar;
+text bytes and tokens, and the compressed input bytes it consumed (its range of its input file,
+``pipeline.read.stage.Chunk``). The launcher polls the sidecars (``Watcher``): done = the sum of
+the counts; consumed input = the sum of the finished chunks' input bytes, so chunks finishing in
+any order (a fan-out, many workers) never move the bar past the work done; percent and ETA =
+consumed / total compressed input. (A chunk with no document written leaves no part, so its bytes
+are never counted: the bar may stop short of 100%, never run ahead.) So progress works the same
+for the in-process DirectRunner, its worker processes and a cluster writing to S3, and needs
+nothing from the runner. A terminal gets a ``rich`` progress bar;
 anything else one log line about every ``LOG_EVERY_S`` seconds.
 """
 
@@ -27,9 +30,9 @@ LOG_EVERY_S = 10.0
 POLL_S = {"local": 1.0, "object_store": 10.0}  # listing an object store costs requests
 
 
-def write_sidecar(directory: str, part: str, *, file_index: int, input_offset: int,
+def write_sidecar(directory: str, part: str, *, file_index: int, input_bytes: int,
                   documents: int, text_bytes: int, tokens: int) -> None:
-    row = {"file": file_index, "offset": input_offset, "documents": documents,
+    row = {"file": file_index, "input_bytes": input_bytes, "documents": documents,
            "text_bytes": text_bytes, "tokens": tokens}
     with storage.atomic_open(storage.join(directory, part + SUFFIX), "wb") as handle:
         handle.write(json.dumps(row).encode())
@@ -40,18 +43,20 @@ class Tally:
 
     def __init__(self, *, total_input_bytes: int):
         self.total = max(1, total_input_bytes)
-        self.documents = self.text_bytes = self.tokens = 0
-        self._offsets: dict[int, int] = {}
+        self.documents = self.text_bytes = self.tokens = self._input_bytes = 0
 
     def add(self, row: dict) -> None:
-        self.documents += row["documents"]
-        self.text_bytes += row["text_bytes"]
-        self.tokens += row["tokens"]
-        self._offsets[row["file"]] = max(self._offsets.get(row["file"], 0), row["offset"])
+        # Every field read before any is added: a row missing one (KeyError) changes nothing.
+        documents, text_bytes, tokens, input_bytes = (
+            row["documents"], row["text_bytes"], row["tokens"], row["input_bytes"])
+        self.documents += documents
+        self.text_bytes += text_bytes
+        self.tokens += tokens
+        self._input_bytes += input_bytes
 
     @property
     def consumed(self) -> int:
-        return min(self.total, sum(self._offsets.values()))
+        return min(self.total, self._input_bytes)
 
     @property
     def fraction(self) -> float:

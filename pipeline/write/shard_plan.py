@@ -1,14 +1,14 @@
 """Which records go into which shard: a pure function of the parts' record counts.
 
 Every chunk's records are written first as a *part* (``pipeline.write.parts``), named by its
-(epoch, input file, chunk) key (the epoch is a mixture's copy number, ``pipeline.quality.mixture``; 0
-without one). Once every part exists, the parts are ordered by that key (the input's own order,
-epoch by epoch) and the whole split is cut into shards of ``records_per_shard`` records each, so
-every shard but the split's last holds exactly that many: within one record of
-``--shard_bytes``. A shard is then the concatenation of record ranges of one or more parts
-(TFRecord frames concatenate). Nothing here depends on which worker wrote which part, in which
-bundle or order, or how often: the plan, and so every shard's name and bytes, follows from the
-input and the options alone.
+(epoch, input file, chunk) key (the epoch is a mixture's copy number,
+``pipeline.quality.mixture``; 0 without one). Once every part exists, the parts are ordered by
+that key (the input's own order, epoch by epoch) and the whole split is cut into shards of
+``records_per_shard`` records each, so every shard but the split's last holds exactly that
+many: within one record of ``--shard_bytes``. A shard is then the concatenation of record
+ranges of one or more parts (TFRecord frames concatenate). Nothing here depends on which worker
+wrote which part, in which bundle or order, or how often: the plan, and so every shard's name
+and bytes, follows from the input and the options alone.
 
 Worked example (tests assert it): parts of 3, 0 and 4 records, 3 records per shard ->
 shard 0 = part 0 records 0-2; shard 1 = part 2 records 0-2; shard 2 = part 2 record 3.
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+
+from common.errors import DataError
 
 PARTS_DIR = ".parts"
 
@@ -79,7 +81,7 @@ def plan_shards(parts: Iterable[PartInfo], *, split: str, per_shard: int, seq_le
     """Cut the parts, in (epoch, file, chunk) order, into shards of ``per_shard`` records.
 
     Raises:
-      ValueError: two parts with one key, or a part whose size is not its records' frames.
+      DataError: two parts with one key, or a part whose size is not its records' frames.
     """
     ordered = ordered_parts(parts, frame_bytes=frame_bytes)
     total = sum(p.records for p in ordered)
@@ -107,16 +109,19 @@ def ordered_parts(parts: Iterable[PartInfo], *, frame_bytes: int) -> list[PartIn
     ordered = sorted(parts, key=lambda p: p.key)
     for a, b in zip(ordered, ordered[1:]):
         if a.key == b.key:
-            raise ValueError(f"two parts for (epoch, file, chunk) {a.key}: {a} and {b}")
+            # A chunk reported twice (a duplicated bundle): refuse, typed, before any shard.
+            raise DataError(f"two parts for (epoch, file, chunk) {a.key}: {a.path} and "
+                            f"{b.path}; a chunk was processed twice, so no shard or manifest "
+                            "was written: rerun the same command")
     for part in ordered:
         if part.bytes != part.records * frame_bytes:
-            raise ValueError(f"part {part.path} has {part.bytes} bytes, expected "
+            raise DataError(f"part {part.path} has {part.bytes} bytes, expected "
                              f"{part.records} records of {frame_bytes} bytes")
     return ordered
 
 
 def _plan(index, count, split, pieces, records, padding, seq_len) -> ShardPlan:
-    # Each record has seq_len label positions; a padding token removes one (see pipeline.write.pack).
+    # Each record has seq_len label positions; a padding token removes one (pipeline.write.pack).
     return ShardPlan(index=index, name=shard_name(split=split, index=index, count=count),
                      pieces=tuple(pieces), records=records, tokens=records * seq_len - padding,
                      padding_tokens=padding)

@@ -4,7 +4,7 @@ jobs on one output, inputs that change under a run (see docs/robustness.md)."""
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import os
 import socket
 import subprocess
@@ -67,10 +67,11 @@ def _dead_pid() -> int:
 
 def _write_claim(out, *, pid: int, age_hours: float = 0.0, host: str | None = None):
     out.mkdir(parents=True, exist_ok=True)
-    started = time.time() - age_hours * 3600
-    (out / claim.CLAIM_NAME).write_text(json.dumps({
-        "run_id": "other-run", "host": host or socket.gethostname(), "pid": pid,
-        "started": "then", "started_unix": started}))
+    elsewhere = {"host": host, "boot_id": "another-machine"} if host else {}
+    held = dataclasses.replace(claim.new_claim(runner="DirectRunner"), run_id="other-run",
+                               pid=pid, pid_started=0, started="then",
+                               started_unix=time.time() - age_hours * 3600, **elsewhere)
+    (out / claim.CLAIM_NAME).write_bytes(held.to_bytes())
 
 
 def test_a_live_claim_is_refused_naming_its_holder_even_with_overwrite(corpus, tokenizer_model,

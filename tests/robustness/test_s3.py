@@ -136,12 +136,16 @@ def test_s3_output_is_never_clobbered_and_leftovers_are_removed(s3, tmp_path, to
     assert "--overwrite" in capsys.readouterr().err
     assert s3.get("out/train/manifest.json") == manifest
 
-    # A killed run leaves shards (complete objects) but no manifest: the rerun removes them.
+    # A killed run leaves shards (complete objects) and its run record but no manifest: the
+    # rerun removes what the record names, and nothing else.
     keys = s3.keys("out/train/")
     s3.client().delete_object(Bucket=s3.bucket, Key="out/train/manifest.json")
-    s3.put("out/train/train-00009-00000.tfrecord", b"stale shard of an earlier run")
+    s3.put("out/train/.pilepack-run.json", b'{"run_id": "killed", "splits": ["train"]}')
+    s3.put("out/train/train-00009-of-00010.tfrecord", b"stale shard of an earlier run")
     s3.put("out/train/dead_letters/train-00009.jsonl", b"{}\n")
+    s3.put("out/train/data-00000-of-00010.tfrecord", b"a user's own")
+    keys.append("out/train/data-00000-of-00010.tfrecord")
     clear_s3fs_cache()
     assert run_inprocess(*args) == 0
-    assert s3.keys("out/train/") == keys
+    assert s3.keys("out/train/") == sorted(keys)
     assert comparable(load(s3.url("out/train"))) == comparable(json.loads(manifest))

@@ -29,11 +29,16 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def run_workers(*, manifest: str, model_dir: str, out_dir: str) -> list[dict]:
-    ports = free_ports(2)
+def start_workers(
+    *, manifest: str, model_dir: str, out_dir: str, workers: int = 2, steps: int = STEPS,
+    config: dict | None = None, seconds_per_batch: float = 0.0,
+) -> list[tuple]:
+    """``workers`` processes of one MultiWorkerMirroredStrategy cluster on 127.0.0.1, each
+    (process, its result file, its log); ``config`` overrides ``TrainConfig`` fields."""
+    ports = free_ports(workers)
     cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
     procs = []
-    for index in range(2):
+    for index in range(workers):
         env = dict(
             os.environ,
             TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
@@ -42,39 +47,31 @@ def run_workers(*, manifest: str, model_dir: str, out_dir: str) -> list[dict]:
         )
         out = os.path.join(out_dir, f"worker{index}.json")
         log = open(os.path.join(out_dir, f"worker{index}.log"), "w")  # noqa: SIM115 closed below
-        procs.append(
-            (
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "tests.trainer.multiworker_worker",
-                        manifest,
-                        model_dir,
-                        out,
-                        str(STEPS),
-                    ],
-                    cwd=REPO,
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                ),
-                out,
-                log,
-            )
-        )
+        argv = [sys.executable, "-m", "tests.trainer.multiworker_worker", manifest, model_dir,
+                out, str(steps), json.dumps(config or {}), str(seconds_per_batch)]
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        procs.append((proc, out, log))
+    return procs
+
+
+def kill_workers(procs: list[tuple]) -> None:
+    for proc, _, log in procs:
+        if proc.poll() is None:  # a lone worker blocks forever in a collective
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def finish_workers(procs: list[tuple], *, out_dir: str) -> list[dict]:
+    """Wait for the workers (killing them after TIMEOUT_S); what each one saw."""
     try:
         for proc, _, _ in procs:
             proc.wait(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pass
     finally:
-        for proc, _, log in procs:
-            if proc.poll() is None:  # a lone worker blocks forever in a collective
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            log.close()
+        kill_workers(procs)
     results = []
     for index, (proc, out, _) in enumerate(procs):
         if proc.returncode != 0:
@@ -86,6 +83,11 @@ def run_workers(*, manifest: str, model_dir: str, out_dir: str) -> list[dict]:
     return results
 
 
+def run_workers(*, manifest: str, model_dir: str, out_dir: str, **kwargs) -> list[dict]:
+    procs = start_workers(manifest=manifest, model_dir=model_dir, out_dir=out_dir, **kwargs)
+    return finish_workers(procs, out_dir=out_dir)
+
+
 @pytest.mark.slow
 def test_two_workers_train_in_lockstep(tmp_path):
     # worker 1 reads shards 1 and 3, whose records end in 3 PAD tokens: fewer real labels
@@ -93,7 +95,8 @@ def test_two_workers_train_in_lockstep(tmp_path):
         str(tmp_path / "data"), records_per_shard=[20, 20, 20, 20], pad_odd_shards=3
     )
     model_dir = str(tmp_path / "run")
-    chief, other = run_workers(manifest=manifest, model_dir=model_dir, out_dir=str(tmp_path))
+    chief, other = run_workers(manifest=manifest, model_dir=model_dir, out_dir=str(tmp_path),
+                               config={"order": "files"})
 
     assert (chief["rank"], other["rank"]) == (0, 1)
     assert chief["world_size"] == other["world_size"] == chief["num_replicas"] == 2

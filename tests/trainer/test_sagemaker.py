@@ -4,9 +4,11 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
+from common.errors import ConfigError
 from trainer import sagemaker, sagemaker_spec
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,6 +45,31 @@ def test_submitting_without_the_sdk_names_the_install(monkeypatch, capsys):
     assert sagemaker.main([*LAUNCH, "--", "--steps=10", "--global_batch_size=8"]) == 2
     err = capsys.readouterr().err
     assert "pilepack[sagemaker]" in err and "requirements-sagemaker.lock" in err
+
+
+def no_aws_configuration(monkeypatch) -> None:
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role either
+
+
+def test_submitting_without_aws_configuration_is_one_line_saying_what_to_set(monkeypatch, capsys):
+    no_aws_configuration(monkeypatch)
+    sdk = types.ModuleType("trainer.sagemaker_sdk")  # installed, but never reached
+    monkeypatch.setitem(sys.modules, "trainer.sagemaker_sdk", sdk)
+    assert sagemaker.main([*LAUNCH, "--", "--steps=10", "--global_batch_size=8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: submitting a job needs AWS config")
+    assert "AWS_DEFAULT_REGION" in err and "AWS_ACCESS_KEY_ID" in err
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with pytest.raises(ConfigError, match="needs AWS configuration: credentials") as raised:
+        sagemaker.check_aws_configuration()
+    assert "region" not in str(raised.value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example")
+    sagemaker.check_aws_configuration()
 
 
 def test_the_launcher_imports_neither_tensorflow_nor_the_sdk():

@@ -80,7 +80,8 @@ def open_backend(requested: str, *, model_proto: bytes, num_threads: int = 1,
 
 
 # Long documents are encoded by the reference in pieces of about this size, cut where no piece
-# can span (same ids): a 1.25 MB document takes 2.5x less time than whole (BENCHMARKS.md).
+# can span (same ids): the dev corpus's documents over 300 kB take 2.5x less time than whole
+# (BENCHMARKS.md).
 REFERENCE_CUT_BYTES = 16384
 
 

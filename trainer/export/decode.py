@@ -30,6 +30,40 @@ def prefix_logits(model, tokens: tf.Tensor) -> tf.Tensor:
     return model(inputs, training=False)
 
 
+def _prefill(model, tokens: tf.Tensor, *, start, shape, use_cache: bool) -> tuple:
+    """(logits (B, V) predicting position ``start``, the cache) from tokens[:, :start] (one call).
+
+    The cache has room for ``shape`` (B, total), every position of ``tokens``; without
+    ``use_cache`` it is an empty placeholder the loop carries unchanged.
+    """
+    if use_cache:
+        cache = model.init_cache(*shape)
+        logits, cache = model.call_cached(tokens[:, :start], cache, 0)
+    else:
+        cache = tf.zeros([])  # nothing to carry
+        logits = prefix_logits(model, tokens[:, :start])
+    return logits[:, -1], cache
+
+
+def _advance(model, *, tokens: tf.Tensor, token: tf.Tensor, cache, t, use_cache: bool) -> tuple:
+    """Logits (B, V) for position t + 1, having written ``token`` (B,) at position t, and the
+    cache; without ``use_cache``, the whole prefix tokens[:, : t + 1] is recomputed."""
+    if use_cache:
+        logits, cache = model.call_cached(token[:, None], cache, t)
+    else:
+        logits = prefix_logits(model, tokens[:, : t + 1])
+    return logits[:, -1], cache
+
+
+def _before_eos(tokens: tf.Tensor, *, generated: tf.Tensor, eos_id: int) -> tf.RaggedTensor:
+    """The ``generated`` (B, total) positions of ``tokens`` (B, total) before each row's first
+    generated EOS, a ragged (B, None)."""
+    after_eos = tf.cumsum(tf.cast(generated & (tokens == eos_id), tf.int32), axis=1) > 0
+    return tf.ragged.boolean_mask(tokens, generated & ~after_eos)
+
+
+# Long because: one tf.while_loop whose body and stopping test share the rows' layout (lengths,
+# limits, positions, the sampling options); the model calls and the final mask are split out.
 def generate_ids(
     model,
     prompt_ids: tf.RaggedTensor,
@@ -71,22 +105,7 @@ def generate_ids(
         "top_p": tf.cast(top_p, tf.float32),
     }
     seed = tf.cast(seed, tf.int64)
-
-    def forward(tokens, token, cache, t):
-        """Logits (B, V) for position t + 1, having written ``token`` (B,) at position t."""
-        if use_cache:
-            logits, cache = model.call_cached(token[:, None], cache, t)
-        else:
-            logits = prefix_logits(model, tokens[:, : t + 1])
-        return logits[:, -1], cache
-
-    if use_cache:
-        cache = model.init_cache(batch, total)
-        logits, cache = model.call_cached(tokens[:, :start], cache, 0)
-    else:
-        cache = tf.zeros([])  # nothing to carry
-        logits = prefix_logits(model, tokens[:, :start])
-    logits = logits[:, -1]  # (B, V): predicts position `start`
+    logits, cache = _prefill(model, tokens, start=start, shape=(batch, total), use_cache=use_cache)
 
     def body(t, tokens, cache, logits, finished):
         chosen = next_token(logits, seed=tf.stack([seed, tf.cast(t, tf.int64)]), **options)
@@ -96,7 +115,11 @@ def generate_ids(
         finished = finished | (~in_prompt & (token == eos_id)) | (t + 1 >= limits)
         more = ~tf.reduce_all(finished) & (t + 1 < total)
         logits, cache = tf.cond(
-            more, lambda: forward(tokens, token, cache, t), lambda: (logits, cache)
+            more,
+            lambda: _advance(
+                model, tokens=tokens, token=token, cache=cache, t=t, use_cache=use_cache
+            ),
+            lambda: (logits, cache),
         )
         return t + 1, tokens, cache, logits, finished
 
@@ -107,5 +130,4 @@ def generate_ids(
     generated = (
         (positions >= lengths[:, None]) & (positions < limits[:, None]) & (positions < t)
     )  # (B, total)
-    after_eos = tf.cumsum(tf.cast(generated & (tokens == eos_id), tf.int32), axis=1) > 0
-    return tf.ragged.boolean_mask(tokens, generated & ~after_eos)
+    return _before_eos(tokens, generated=generated, eos_id=eos_id)

@@ -1,4 +1,4 @@
-"""config.py: each bad option refused naming its flag, the split derived from --output, the
+"""pipeline/config: each bad option refused naming its flag, the split derived from --output, the
 JSON round trip of the manifest's ``config``, and flags generated from every field."""
 
 import dataclasses
@@ -31,6 +31,7 @@ from pipeline.config import GIB, PipelineConfig, QualityConfig, ReadConfig, Toke
     (PipelineConfig, {"last_record": "keep"}, "--last_record must be pad or drop, got 'keep'"),
     (PipelineConfig, {"shard_bytes": 65535}, "--shard_bytes must be at least 65536, got 65535"),
     (PipelineConfig, {"encode_processes": -1}, "--encode_processes must be >= 0 (0 = auto)"),
+    (PipelineConfig, {"encoder_threads": -1}, "--encoder_threads must be >= 0 (0 = auto)"),
     (PipelineConfig, {"split": "a/b"}, "--split must be letters, digits, '_', '-', '.'"),
     (PipelineConfig, {"output": "/data/my split"}, "got 'my split'"),  # derived, then checked
 ])
@@ -44,7 +45,8 @@ def test_limits_themselves_are_accepted():
     ReadConfig(max_bad_fraction=0.0, max_line_bytes=1024, chunk_bytes=1024)
     ReadConfig(max_bad_fraction=1.0, max_window_bytes=2 * GIB)
     TokenizerTrainingConfig(vocab_size=261, tokenizer_sample_bytes=1, num_threads=0)
-    PipelineConfig(seq_len=1, shard_bytes=65536, encode_processes=0, split="a-b_c.1")
+    PipelineConfig(seq_len=1, shard_bytes=65536, encode_processes=0, encoder_threads=0,
+                   split="a-b_c.1")
 
 
 @pytest.mark.parametrize("output, split", [
@@ -121,6 +123,13 @@ def test_flags_are_read_back_into_the_config():
     assert (config.split, config.seq_len, config.segment_ids) == ("val", 32, True)
     assert config.read.include_subsets == ("Github", "ArXiv")
     assert config.read.max_bad_fraction == 0.2 and config.training.vocab_size == 400
+
+
+def test_encoder_threads_and_trainer_threads_are_separate_flags():
+    args = run.build_parser().parse_args(["--encoder_threads=1", "--num_threads=3"])
+    config = from_args(PipelineConfig, args)
+    assert (config.encoder_threads, config.training.num_threads) == (1, 3)
+    assert PipelineConfig().encoder_threads == 0  # auto
 
 
 def test_encoder_flags_offer_exactly_what_the_tokenizer_library_has():

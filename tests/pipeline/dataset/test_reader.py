@@ -1,4 +1,4 @@
-"""dataset_reader.py: packed records read back into documents (the inverse of pack.py).
+"""reader.py: packed records read back into documents (the inverse of pack.py).
 
 Worked example, seq_len 4 (records of 5 tokens that overlap by one), EOS 1, PAD 0:
 

@@ -1,15 +1,24 @@
-"""``--dry_run`` (pipeline/launch/dry_run.py, pipeline/launch/dry_run_sample.py): exact on inputs it reads
-to the end, close on the rest, Beam's worker options read, nothing written."""
+"""``--dry_run`` (pipeline/launch/dry_run*.py): exact on inputs it reads to the end (data-quality
+options included), close on the rest, the backend the run would use, the rate from the rates
+file, Beam's worker options read, nothing written."""
+
+import json
+import shutil
 
 import pytest
 
-from datagen.pile_files import pile_doc, write_jsonl_zst
+from common.errors import InputError
+from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
-from pipeline.config import PipelineConfig, ReadConfig
-from pipeline.launch import dry_run, dry_run_sample
+from pipeline.config import PipelineConfig, QualityConfig, ReadConfig
+from pipeline.launch import dry_run, dry_run_rates, dry_run_sample
 from pipeline.read.inputs import expand_inputs
 from schemas import manifest
-from tests.pipeline.conftest import tiny_text
+from tests.pipeline.conftest import TINY_ARGS, tiny_text
+
+CLUSTER = dry_run.Cluster(runner="DirectRunner", workers=2, cores_per_worker=1, source="",
+                          fanout=True)
+GIGATOKEN = dry_run.Backend("gigatoken", "test")
 
 
 @pytest.mark.parametrize("machine_type, cores", [
@@ -29,7 +38,8 @@ def test_sampled_files_are_evenly_spaced():
 def test_dry_run_of_inputs_read_to_the_end_equals_the_real_run(tiny_input, tiny_dataset,
                                                                tiny_model, tmp_path, capsys):
     """The tiny split's files are shorter than the sample, so every figure is exact: text,
-    documents, tokens, records, shards and bytes equal what the real run's manifest says."""
+    documents, tokens, records, shards and bytes equal what the real run's manifest says,
+    and the backend it names is the one the run used."""
     out = tmp_path / "never" / "train"
     assert run.main(["--input", str(tiny_input["dir"]), "--output", str(out), "--dry_run",
                      "--tokenizer_model", str(tiny_model), "--seq_len=16", "--chunk_bytes=2000",
@@ -38,6 +48,8 @@ def test_dry_run_of_inputs_read_to_the_end_equals_the_real_run(tiny_input, tiny_
     assert not out.parent.exists()  # wrote nothing
     assert "[train] dry run: 2 input file(s)" in printed and "(2 to their end)" in printed
     assert "measured per subset: A " in printed and "core-hours" in printed
+    assert "what is estimated: text, documents, tokens, records, shards and bytes are counted " \
+           "exactly (every input file was read to its end)" in printed
 
     config = PipelineConfig(input=str(tiny_input["dir"]), tokenizer_model=str(tiny_model),
                             seq_len=16, read=ReadConfig(chunk_bytes=2000))
@@ -48,6 +60,66 @@ def test_dry_run_of_inputs_read_to_the_end_equals_the_real_run(tiny_input, tiny_
     assert (est.tokens, est.records) == (totals["tokens"], totals["records"])
     assert (est.shards, est.output_bytes) == (totals["shards"], totals["bytes"])
     assert set(est.bytes_per_token) == {"A", "B"}
+    assert [b["name"] for b in doc["encoder"]["backends"]] == [est.backend.name]
+    assert f"encoder {est.backend.name} (built from --tokenizer_model" in printed
+
+
+def _mixed_input(directory, *, duplicates: bool) -> str:
+    """Two short files of three Pile subsets (the second plain JSON Lines); ``duplicates``:
+    every 7th document repeats an earlier one, some across the two files."""
+    subsets = ("Wikipedia (en)", "Gutenberg (PG-19)", "Github")
+    docs = [pile_doc(tiny_text(300 + i, 8 + i % 37), subsets[i % 3]) for i in range(90)]
+    if duplicates:
+        for i in range(7, 90, 7):
+            docs[i] = docs[i // 2]
+    directory.mkdir()
+    write_jsonl_zst(directory / "00.jsonl.zst", docs[:50], frames=2)
+    write_jsonl(directory / "01.jsonl", docs[50:])
+    return str(directory)
+
+
+def _real_and_dry(input_dir, out, model, flags: list[str]):
+    args = ["--input", input_dir, "--tokenizer_model", str(model), *TINY_ARGS, *flags]
+    assert run.main(["--output", str(out), *args]) == 0
+    config = PipelineConfig(
+        input=input_dir, tokenizer_model=str(model), seq_len=16, encode_processes=1,
+        read=ReadConfig(chunk_bytes=2000, max_bad_fraction=0.1),
+        quality=QualityConfig(**dict(flag.lstrip("-").split("=", 1) for flag in flags)))
+    return manifest.load(str(out)).doc, dry_run.dry_run_split(config, ["--runner=DirectRunner"])
+
+
+def _assert_equals_the_manifest(est, doc):
+    totals = doc["totals"]
+    assert (est.written_documents, est.written_text_bytes) == (totals["documents"],
+                                                               totals["text_bytes"])
+    assert (est.tokens, est.records) == (totals["tokens"], totals["records"])
+    assert (est.shards, est.output_bytes) == (totals["shards"], totals["bytes"])
+    removed = doc["quality"]["removed"]["duplicate"] if doc.get("quality") else {}
+    assert est.duplicates == sum(removed.values())
+    for name, row in doc["mixture"]["subsets"].items():
+        assert est.subsets[name] == pytest.approx(row), name
+
+
+def test_mixture_and_dedup_on_inputs_read_to_the_end_equal_the_real_run(tiny_model, tmp_path):
+    """pile-v1's copies (the run's own draws: seed, file, line) and planted duplicates, dropped
+    as the pre-pass drops them: every total and every subset's row equals the manifest's."""
+    input_dir = _mixed_input(tmp_path / "in", duplicates=True)
+    doc, est = _real_and_dry(input_dir, tmp_path / "train", tiny_model,
+                             ["--subset_weights=pile-v1", "--dedup=exact"])
+    assert sum(doc["quality"]["removed"]["duplicate"].values()) == 12  # planted
+    assert est.written_documents > 1.5 * est.documents  # the copies count
+    _assert_equals_the_manifest(est, doc)
+    assert est.prepass is not None and est.prepass.core_hours > 0
+
+
+def test_token_budgets_on_inputs_read_to_the_end_equal_the_real_run(tiny_model, tmp_path):
+    input_dir = _mixed_input(tmp_path / "in", duplicates=False)
+    doc, est = _real_and_dry(input_dir, tmp_path / "train", tiny_model,
+                             ['--subset_tokens={"Github": 900, "Wikipedia (en)": 4000}'])
+    assert doc["mixture"]["subsets"]["Github"]["weight"] < 1 < est.weights.weights[
+        "Wikipedia (en)"]
+    _assert_equals_the_manifest(est, doc)
+    assert "--subset_tokens: weight = budget / the subset's tokens, counted" in est.weights.how
 
 
 def test_a_file_longer_than_the_sample_is_extrapolated(tmp_path):
@@ -58,21 +130,86 @@ def test_a_file_longer_than_the_sample_is_extrapolated(tmp_path):
     sample = dry_run_sample.sample_file(file, config=ReadConfig(), text_bytes=true_text // 10)
     assert not sample.complete and sample.text_bytes < true_text / 5
     config = PipelineConfig(input=path, seq_len=64)
-    cluster = dry_run.Cluster(runner="DirectRunner", workers=2, cores_per_worker=1, source="",
-                              fanout=True)
+    rate = dry_run_rates.load_rate("gigatoken")
     est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
-                           cluster=cluster, tokenized=False)
+                           cluster=CLUSTER, tokenized=False, backend=GIGATOKEN, rate=rate)
     assert est.text_bytes == pytest.approx(true_text, rel=0.1)
     assert est.documents == pytest.approx(len(docs), rel=0.1)
     assumed = true_text / dry_run_sample.ASSUMED_BYTES_PER_TOKEN
     assert est.tokens == pytest.approx(assumed + len(docs), rel=0.1)
     assert est.bytes_per_token == {}  # assumed, not measured
     assert est.core_hours == pytest.approx(est.text_bytes / 1e6 / 3600
-                                           / dry_run.TEXT_MB_PER_CORE_SECOND["auto"])
-    slower = dry_run.estimate([sample], inputs=[file], cluster=cluster, tokenized=False,
-                              config=PipelineConfig(input=path, encoder="sentencepiece"),
-                              vocab_size=8192)
-    assert slower.core_hours > est.core_hours
+                                           / rate.text_mb_per_cpu_second)
+    weighted = dry_run.estimate(
+        [sample], inputs=[file], cluster=CLUSTER, tokenized=False, backend=GIGATOKEN, rate=rate,
+        config=PipelineConfig(input=path, seq_len=64,
+                              quality=QualityConfig(subset_weights='{"A": 3, "B": 0.5}')),
+        vocab_size=8192)
+    # Expected copies: A and B hold about half the tokens each.
+    assert weighted.tokens == pytest.approx(est.tokens * (3 + 0.5) / 2, rel=0.05)
+    assert weighted.records == pytest.approx(est.records * (3 + 0.5) / 2, rel=0.05)
+    assert weighted.core_hours == est.core_hours  # copies are not tokenized again
+
+
+def test_planted_duplicates_in_a_longer_file_are_extrapolated(tmp_path):
+    """One document in four repeats an earlier one: the sample sees about that share, and
+    the estimate extrapolates it to the file."""
+    docs = [pile_doc(tiny_text(i, 150 + i % 40), "A") for i in range(800)]
+    for i in range(8, 800, 4):
+        docs[i] = docs[i - 7]
+    path = write_jsonl_zst(tmp_path / "00.jsonl.zst", docs, frames=2)
+    true_text = sum(len(d["text"].encode()) for d in docs)
+    (file,) = expand_inputs(path)
+    sample = dry_run_sample.sample_file(file, config=ReadConfig(), text_bytes=true_text // 8)
+    assert not sample.complete
+    config = PipelineConfig(input=path, seq_len=64, quality=QualityConfig(dedup="exact"))
+    est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
+                           cluster=CLUSTER, tokenized=False, backend=GIGATOKEN,
+                           rate=dry_run_rates.load_rate("gigatoken"))
+    assert est.duplicates == pytest.approx(198, rel=0.15)
+    assert est.written_documents == pytest.approx(800 - 198, rel=0.1)
+
+
+def test_the_rate_comes_from_the_rates_file(tiny_input, tmp_path, capsys):
+    """A changed rates file changes the core-hours, and the output names its benchmark."""
+    config = PipelineConfig(input=str(tiny_input["dir"]), seq_len=16)
+    before = dry_run.dry_run_split(config, ["--runner=DirectRunner"])
+    rates = tmp_path / "rates.json"
+    shutil.copy(dry_run_rates.RATES_PATH, rates)
+    dry_run_rates.write_rate(
+        str(rates), backend=before.backend.name,
+        text_mb_per_cpu_second=before.rate.text_mb_per_cpu_second * 4,
+        source={"command": "python -m bench.scaling_bench --faster", "corpus": "c", "date": "d"})
+    capsys.readouterr()
+    after = dry_run.dry_run_split(config, ["--runner=DirectRunner"], rates_path=str(rates))
+    assert after.core_hours == pytest.approx(before.core_hours / 4)
+    printed = capsys.readouterr().out
+    assert f"`python -m bench.scaling_bench --faster` on c, d ({rates})" in printed
+    kept = json.loads(rates.read_text())["backends"]
+    assert set(kept) == {"gigatoken", "sentencepiece"}  # the other entry is kept
+    with pytest.raises(InputError, match="missing.json is missing: the dry run needs the gig"):
+        dry_run_rates.load_rate("gigatoken", path=str(tmp_path / "missing.json"))
+
+
+def test_a_model_gigatoken_cannot_encode_gets_sentencepieces_rate(tiny_input, tmp_path):
+    """A unigram model: ``auto`` falls back to sentencepiece, in the run and in the dry run,
+    and the dry run uses sentencepiece's (slower) rate."""
+    from tokenizer.spec import TrainOptions
+    from tokenizer.train import train_from_texts
+
+    model = train_from_texts(texts=tiny_input["texts"] * 4, output_dir=str(tmp_path / "tok"),
+                             options=TrainOptions(vocab_size=300, model_type="unigram",
+                                                  num_threads=1)).model_path
+    out = tmp_path / "train"
+    assert run.main(["--input", str(tiny_input["dir"]), "--output", str(out),
+                     "--tokenizer_model", model, *TINY_ARGS]) == 0
+    used = [b["name"] for b in manifest.load(str(out)).doc["encoder"]["backends"]]
+    config = PipelineConfig(input=str(tiny_input["dir"]), tokenizer_model=model, seq_len=16)
+    est = dry_run.dry_run_split(config, ["--runner=DirectRunner"])
+    assert used == [est.backend.name] == ["sentencepiece"]
+    assert "model_type is unigram" in est.backend.how
+    assert est.rate.text_mb_per_cpu_second == dry_run_rates.load_rate(
+        "sentencepiece").text_mb_per_cpu_second
 
 
 def test_workers_and_cores_come_from_beams_options(tiny_input, capsys):

@@ -1,20 +1,26 @@
-"""output_dir.py: a complete dataset is refused without --overwrite; leftovers are cleared."""
+"""output_dir.py: a complete dataset is refused without --overwrite; only what pilepack provably
+wrote is cleared (its run record, a replaced manifest, its scratch); everything else is kept."""
 
+import json
 import uuid
 
 import fsspec
 import pytest
 
 from common import storage
-from pipeline.launch.output_dir import prepare
+from pipeline.launch.output_dir import RUN_RECORD, finish, prepare
 from schemas.manifest import MANIFEST_NAME
 
-# What an interrupted run leaves behind, and what prepare() must not touch.
-LEFTOVERS = ["train-00000-00000.tfrecord", "dead_letters/train-00003.jsonl",
-             f"{storage.TMP_MARKER}0123abcd-train-00001-00000.tfrecord",
-             f"{storage.TMP_MARKER}0123abcd-{MANIFEST_NAME}",
+# What an interrupted run of split "train" leaves behind.
+LEFTOVERS = ["train-00000-of-00002.tfrecord", "dead_letters/train-00003.jsonl",
+             f"{storage.TMP_MARKER}0123abcd-train-00001-of-00002.tfrecord",
+             f"{storage.TMP_MARKER}0123abcd-{MANIFEST_NAME}", ".parts/00000-0000000.tfrecords",
              ".quality/00000.drops", "doc_hashes/a.bin", f"doc_hashes/{storage.TMP_MARKER}0-3.bin"]
-KEPT = ["notes.txt", "tokenizer/spm.model"]
+# Pilepack's scratch: removed even without a record.
+SCRATCH = [name for name in LEFTOVERS if storage.TMP_MARKER in name or name[0] == "."]
+# Never pilepack's: a user's TFRecords (a common name pattern), notes, another split's files.
+KEPT = ["notes.txt", "tokenizer/spm.model", "data-00000-of-00010.tfrecord",
+        "val-00000-of-00001.tfrecord"]
 
 
 def _fill(root, names):
@@ -27,54 +33,90 @@ def _files(root) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def test_a_new_directory_is_created(tmp_path):
+def _record(root) -> dict:
+    return json.loads((root / RUN_RECORD).read_text())
+
+
+def test_a_new_directory_is_created_with_the_run_record(tmp_path):
     out = tmp_path / "a" / "b"
-    prepare(str(out), overwrite=False)
-    assert out.is_dir() and _files(out) == []
+    prepare(str(out), overwrite=False, split="b", run_id="r1")
+    assert _files(out) == [RUN_RECORD]
+    assert _record(out) == {"run_id": "r1", "splits": ["b"], "files": [], "foreign": []}
+    finish(str(out))
+    assert _files(out) == []
 
 
 def test_a_complete_dataset_is_refused_without_overwrite(tmp_path):
-    _fill(tmp_path, [MANIFEST_NAME, "train-00000-00000.tfrecord"])
+    _fill(tmp_path, [MANIFEST_NAME, "train-00000-of-00001.tfrecord"])
     with pytest.raises(ValueError, match="--overwrite") as err:
-        prepare(str(tmp_path), overwrite=False)
+        prepare(str(tmp_path), overwrite=False, split="train")
     assert str(tmp_path) in str(err.value) and MANIFEST_NAME in str(err.value)
-    assert _files(tmp_path) == sorted([MANIFEST_NAME, "train-00000-00000.tfrecord"])
+    assert _files(tmp_path) == sorted([MANIFEST_NAME, "train-00000-of-00001.tfrecord"])
 
 
-def test_overwrite_removes_the_manifest_and_the_shards(tmp_path):
-    _fill(tmp_path, [MANIFEST_NAME, *LEFTOVERS, *KEPT])
-    prepare(str(tmp_path) + "/", overwrite=True)
-    assert _files(tmp_path) == sorted(KEPT)
-
-
-def test_leftovers_of_an_interrupted_run_are_removed(tmp_path):
+def test_overwrite_removes_the_manifest_and_the_files_it_lists(tmp_path):
+    listed = ["train-00000-of-00002.tfrecord", "dead_letters/train-00003.jsonl",
+              "doc_hashes/a.bin"]
     _fill(tmp_path, [*LEFTOVERS, *KEPT])
-    prepare(str(tmp_path), overwrite=False)
-    assert _files(tmp_path) == sorted(KEPT)
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps({
+        "split": "train", "shards": [{"path": listed[0]}], "dead_letters": [{"path": listed[1]}],
+        "doc_hashes": {"files": [{"path": listed[2]}]}}))
+    prepare(str(tmp_path) + "/", overwrite=True, split="other")
+    assert _files(tmp_path) == sorted([*KEPT, RUN_RECORD])
+    assert _record(tmp_path)["files"] == sorted(listed)
+
+
+def test_leftovers_an_interrupted_run_recorded_are_removed(tmp_path):
+    _fill(tmp_path, [*LEFTOVERS, *KEPT])
+    (tmp_path / RUN_RECORD).write_text(json.dumps({"run_id": "old", "splits": ["train"]}))
+    prepare(str(tmp_path), overwrite=False, split="train", run_id="new")
+    assert _files(tmp_path) == sorted([*KEPT, RUN_RECORD])
+    assert _record(tmp_path)["run_id"] == "new" and _record(tmp_path)["splits"] == ["train"]
+
+
+def test_without_a_record_only_pilepacks_scratch_is_removed(tmp_path):
+    # Shards of split "train" that no record names could be anyone's: they stay (the run
+    # rewrites those of its own names anyway).
+    _fill(tmp_path, [*LEFTOVERS, *KEPT])
+    prepare(str(tmp_path), overwrite=False, split="train")
+    unrecorded = [name for name in LEFTOVERS if name not in SCRATCH]
+    assert _files(tmp_path) == sorted([*unrecorded, *KEPT, RUN_RECORD])
+
+
+def test_a_users_tfrecords_survive_even_named_like_the_split(tmp_path):
+    users = ["data-00000-of-00010.tfrecord", "data-00009-of-00010.tfrecord"]
+    _fill(tmp_path, users)
+    prepare(str(tmp_path), overwrite=False, split="data")
+    assert _record(tmp_path)["foreign"] == users  # there before pilepack wrote split "data"
+    _fill(tmp_path, ["data-00000-of-00001.tfrecord"])  # then the run wrote a shard, and died
+    prepare(str(tmp_path), overwrite=False, split="data")  # the rerun: a record names "data"
+    assert _files(tmp_path) == sorted([*users, RUN_RECORD])
 
 
 def test_fsspec_url():
     fs = fsspec.filesystem("memory")
     root = f"/output-{uuid.uuid4().hex}"
-    fs.pipe({f"{root}/{MANIFEST_NAME}": b"{}", f"{root}/t-00000-00000.tfrecord": b"x",
-             f"{root}/notes.txt": b"x"})
+    fs.pipe({f"{root}/{MANIFEST_NAME}": b'{"shards": [{"path": "t-00000-of-00001.tfrecord"}]}',
+             f"{root}/t-00000-of-00001.tfrecord": b"x", f"{root}/notes.txt": b"x"})
     try:
         with pytest.raises(ValueError, match="--overwrite"):
-            prepare(f"memory://{root}", overwrite=False)
-        prepare(f"memory://{root}", overwrite=True)
-        assert [p.rsplit("/", 1)[1] for p in fs.find(root)] == ["notes.txt"]
+            prepare(f"memory://{root}", overwrite=False, split="t")
+        prepare(f"memory://{root}", overwrite=True, split="t")
+        assert sorted(p.rsplit("/", 1)[1] for p in fs.find(root)) == [RUN_RECORD, "notes.txt"]
     finally:
         fs.rm(root, recursive=True)
 
 
 def test_files_the_pipeline_did_not_write_are_kept(tmp_path):
     # An input corpus (or anything else) under --output is never a "leftover".
+    (tmp_path / RUN_RECORD).write_text(json.dumps({"run_id": "old", "splits": ["train"]}))
     for name in ("corpus/00.jsonl", "corpus/deep/keep.jsonl", "notes.jsonl",
-                 "deep/train-00000-00000.tfrecord", "train-00000-00000.tfrecord",
-                 "dead_letters/train-00000.jsonl"):
+                 "deep/train-00000-of-00001.tfrecord", "train-00000-00000.tfrecord",
+                 "dead_letters/other-00000.jsonl", "doc_hashes/notes.bin"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(b"x")
-    prepare(str(tmp_path), overwrite=False)
-    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
-    assert left == ["corpus/00.jsonl", "corpus/deep/keep.jsonl", "deep/train-00000-00000.tfrecord",
-                    "notes.jsonl"]
+    prepare(str(tmp_path), overwrite=False, split="train")
+    assert _files(tmp_path) == sorted([
+        "corpus/00.jsonl", "corpus/deep/keep.jsonl", "deep/train-00000-of-00001.tfrecord",
+        "notes.jsonl", "train-00000-00000.tfrecord", "dead_letters/other-00000.jsonl",
+        "doc_hashes/notes.bin", RUN_RECORD])

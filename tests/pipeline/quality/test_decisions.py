@@ -1,4 +1,4 @@
-"""quality_files.py: decision files written sorted, read back by walking them in line order."""
+"""decisions.py: decision files written sorted, a line's reason looked up in any order."""
 
 import pytest
 

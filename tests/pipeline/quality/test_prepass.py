@@ -2,7 +2,8 @@
 exact dedup (across files, within a file, equal only after normalization), a validation split
 removed from a training input that contains it (via its manifest and via its raw file), the
 mixture by epochs and by token budget, and the global shuffle as a seeded permutation. The
-multi_processing DirectRunner (two workers) writes byte-identical datasets.
+multi_processing DirectRunner (two workers) writes byte-identical datasets, and the pre-pass
+alone decides the same with its fan-out on and off.
 
 Each file is one chunk (the default --chunk_bytes), so a dataset made with these options must
 equal, byte for byte, the plain dataset of exactly the documents they should keep (and, for a
@@ -13,14 +14,20 @@ import json
 import pathlib
 import unicodedata
 
+import apache_beam as beam
 import pytest
 import sentencepiece as spm
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from common.errors import InputError
 from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
+from pipeline.config import ReadConfig
 from pipeline.dataset import roundtrip, verify
-from pipeline.quality import doc_hash, mixture
+from pipeline.quality import doc_hash, exclusion, mixture
+from pipeline.quality.decisions import Decisions
+from pipeline.quality.prepass import FindDrops
+from pipeline.read.inputs import expand_inputs
 from schemas.records import iter_tfrecord_frames
 from tests.pipeline.conftest import tiny_text
 
@@ -200,3 +207,32 @@ def test_bad_options_fail_before_any_work(corpus, tmp_path, capsys):
                      '--subset_weights={"A": -2}', *ARGS]) == 2
     assert "--subset_weights: epochs of 'A' must be a finite number >= 0" in capsys.readouterr().err
     assert not out.exists()
+
+
+def prepass_files(corpus, directory: pathlib.Path, *, fanout: bool, runner) -> dict[str, bytes]:
+    """The pre-pass alone over ``corpus["in"]`` (subset B not read; val.jsonl excluded as raw
+    input, every subset of it), in chunks of a few documents: its output files' bytes."""
+    inputs = expand_inputs(str(corpus["in"]))
+    sources = exclusion.resolve((str(corpus["root"] / "val.jsonl"),), inputs=inputs,
+                                output=str(directory))
+    with beam.Pipeline(options=PipelineOptions(runner)) as p:
+        (p | beam.Create(inputs)
+         | FindDrops(config=ReadConfig(chunk_bytes=1024, exclude_subsets=("B",)),
+                     paths=tuple(f.path for f in inputs), directory=str(directory), dedup=True,
+                     fanout=fanout, raw_files=sources.raw_files, model_path=corpus["model"]))
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def test_prepass_decides_the_same_with_fanout_on_and_off_and_two_workers(corpus, tmp_path):
+    off = prepass_files(corpus, tmp_path / "off", fanout=False, runner=IN_PROCESS)
+    assert off == prepass_files(corpus, tmp_path / "on", fanout=True, runner=IN_PROCESS)
+    assert off == prepass_files(corpus, tmp_path / "two", fanout=True, runner=TWO_WORKERS)
+    assert sorted(off) == ["00000.drops", "00001.drops", "totals.json"]
+    first = Decisions.load(str(tmp_path / "off"), 0)
+    assert [(line, first.reason(line)) for line in range(1, 18) if first.reason(line)] == [
+        (4, "contaminated"), (13, "contaminated"), (15, "contaminated"), (16, "duplicate"),
+        (17, "duplicate")]
+    assert len(Decisions.load(str(tmp_path / "off"), 1)) == 0  # subset B is not read
+    # val.jsonl's B documents count too: excluded raw input is read with every subset.
+    assert json.loads(off["totals.json"]) == {"excluded_hashes": 5, "subsets": {"A": {
+        "documents": 12, "tokens": sum(len(ids) for ids in corpus["sp"].encode(KEPT[0]))}}}

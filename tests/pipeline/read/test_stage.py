@@ -1,8 +1,9 @@
-"""read.py without Beam: documents in file order, chunking by chunk_bytes, dead letters, stats."""
+"""stage.py without Beam: documents in file order, chunking by chunk_bytes, dead letters, stats."""
 
 import functools
 import json
 import os
+import random
 import uuid
 from pathlib import Path
 
@@ -99,8 +100,8 @@ def test_stats_account_for_every_line(tmp_path):
     assert (stats.lines, stats.documents) == (7, 3)
     assert stats.filtered == {"blank_line": 1, "empty_text": 1, "subset_excluded": 1}
     assert stats.rejected == {"text_not_string": 1}
-    assert stats.lines == stats.documents + sum(stats.filtered.values()) + sum(
-        stats.rejected.values())
+    assert stats.lines == stats.accounted_lines() == stats.documents + sum(
+        stats.filtered.values()) + sum(stats.rejected.values())
 
 
 def test_iter_documents_yields_only_documents_in_file_order(tmp_path):
@@ -135,6 +136,7 @@ def test_line_too_long_is_a_dead_letter_without_its_content(tmp_path):
     assert _texts(items[1]) == ["ok"]
     assert items[1].documents[0].line == 2
     assert (items[-1].lines, items[-1].rejected) == (2, {"line_too_long": 1})
+    assert items[-1].accounted_lines() == 2  # Read rejects it itself: a line all the same
 
 
 def test_truncated_stream_keeps_the_lines_before_it(tmp_path):
@@ -149,6 +151,7 @@ def test_truncated_stream_keeps_the_lines_before_it(tmp_path):
     assert (letter.line, letter.offset, letter.reason) == (3, len(data) - 5, "truncated_stream")
     assert _texts(chunk) == ["l1", "l2"]
     assert (stats.lines, stats.documents, stats.rejected) == (2, 2, {"truncated_stream": 1})
+    assert (stats.stream_errors, stats.accounted_lines()) == (1, 2)  # the cut is not a line
 
 
 def test_unreadable_file_is_one_dead_letter(tmp_path):
@@ -160,6 +163,7 @@ def test_unreadable_file_is_one_dead_letter(tmp_path):
         missing, None, None, "unreadable_file")
     assert letter.detail.startswith("FileNotFoundError: ")
     assert (stats.lines, stats.documents, stats.rejected) == (0, 0, {"unreadable_file": 1})
+    assert (stats.stream_errors, stats.accounted_lines()) == (1, 0)
 
 
 def test_selects_include_exclude_and_default():
@@ -240,6 +244,22 @@ def test_read_stats_parts_merge_into_the_whole_file(tmp_path):
     for part in parts[1:]:
         merged.merge(part)
     assert merged == whole
+
+
+@pytest.mark.parametrize("writer", [write_jsonl, write_jsonl_gz,
+                                    functools.partial(write_jsonl_zst, frames=4)])
+def test_chunks_input_ranges_tile_the_file(tmp_path, writer):
+    # Progress sums each written chunk's compressed bytes: the ranges must neither overlap
+    # nor leave a gap, so that they add up to the file's size. 1.6 to 3.2 MB of barely
+    # compressible text: more than one 1 MiB read of the compressed file.
+    texts = [random.Random(n).randbytes(40000).hex() for n in range(40)]
+    path = writer(tmp_path / "a.jsonl.zst", [pile_doc(text) for text in texts])
+    chunks = _of(_read(path, chunk_bytes=256 * 1024), Chunk)
+    ranges = [(c.input_start, c.input_offset) for c in chunks]
+    assert len(ranges) > 3 and ranges[0][0] == 0 and ranges[-1][1] == os.path.getsize(path)
+    assert all(end == start for (_, end), (start, _) in zip(ranges, ranges[1:]))
+    assert all(start <= end for start, end in ranges)
+    assert len({end for _, end in ranges}) > 1  # the ranges do move along the file
 
 
 def test_a_file_starting_with_a_byte_order_mark_loses_no_document(tmp_path):

@@ -1,6 +1,8 @@
-"""tokenize.py: per-subset statistics of a chunk, and encoding equal to the documented encoding
+"""stage.py: per-subset statistics of a chunk, and encoding equal to the documented encoding
 (SentencePiece's own ``encode``, U+2581 as its byte pieces) in this thread, in encoder threads
 and in encoder processes (as a DoFn called directly and as a Beam transform)."""
+
+import concurrent.futures
 
 import numpy as np
 import pytest
@@ -65,7 +67,7 @@ def _run_fn(fn, chunks):
 
 @pytest.mark.parametrize("encoder", ["gigatoken", "sentencepiece"])
 def test_tokenize_fn_in_process_equals_the_documented_encoding(tiny_model, sp, encoder):
-    fn = _TokenizeFn(model_path=str(tiny_model), num_threads=1, processes=1, pool_if_auto=False,
+    fn = _TokenizeFn(model_path=str(tiny_model), threads=1, processes=1, pool_if_auto=False,
                      encoder=encoder, check_every=1, file_paths=("a", "b", "c", "in.jsonl"))
     (result, stats), held_back = _run_fn(fn, [_chunk()])
     assert held_back == []  # in this thread: nothing held back
@@ -86,7 +88,7 @@ def test_tokenize_fn_in_process_equals_the_documented_encoding(tiny_model, sp, e
 def test_encoder_threads_and_processes_keep_input_order(tiny_model, sp, encoder, processes):
     """gigatoken: threads of this process (pool_if_auto); sentencepiece: a process pool."""
     chunks = [_chunk(file_index=0, chunk_index=i) for i in range(5)]
-    fn = _TokenizeFn(model_path=str(tiny_model), num_threads=2, processes=processes,
+    fn = _TokenizeFn(model_path=str(tiny_model), threads=2, processes=processes,
                      pool_if_auto=True, encoder=encoder)
     out, held_back = _run_fn(fn, chunks)
     results = [item for item in out if isinstance(item, TokenizedChunk)]
@@ -96,6 +98,33 @@ def test_encoder_threads_and_processes_keep_input_order(tiny_model, sp, encoder,
     assert all([ids.tolist() for ids in r.documents] == expected for r in results)
 
 
+@pytest.mark.parametrize("encoder, processes, threads, pool_if_auto, built", [
+    # A thread per (3) core, each encoding on its own thread with the GIL-free batch call.
+    ("gigatoken", 0, 0, True, (concurrent.futures.ThreadPoolExecutor, 3, 1, True)),
+    # In this thread, the backend's own thread per core.
+    ("gigatoken", 1, 0, True, (type(None), 1, 3, False)),
+    # Built for threads first; sentencepiece holds the GIL: rebuilt with its own 2 threads.
+    ("sentencepiece", 0, 2, False, (type(None), 1, 2, False)),
+    ("sentencepiece", 1, 0, False, (type(None), 1, 1, False)),
+])
+def test_setup_builds_what_the_plan_says(tiny_model, monkeypatch, encoder, processes, threads,
+                                         pool_if_auto, built):
+    """(pool, chunks in flight, threads of this process's encoder, gil_free) after setup();
+    the pool of processes is test_encoder_threads_and_processes_keep_input_order's."""
+    monkeypatch.setattr("tokenizer.encoder.usable_cores", lambda: 3)
+    fn = _TokenizeFn(model_path=str(tiny_model), threads=threads, processes=processes,
+                     pool_if_auto=pool_if_auto, encoder=encoder)
+    fn.setup()
+    try:
+        backend = fn._encoder.backend
+        assert backend.name == encoder
+        assert (type(fn._pool), fn._workers, fn._encoder._num_threads,
+                getattr(backend, "_gil_free", False)) == built
+        assert fn._pool is None or fn._pool._max_workers == built[1]
+    finally:
+        fn.teardown()
+
+
 def test_a_guard_mismatch_fails_the_chunk_naming_the_input_file(tiny_model, monkeypatch):
     from tokenizer.backends import GigatokenBackend
 
@@ -103,7 +132,7 @@ def test_a_guard_mismatch_fails_the_chunk_naming_the_input_file(tiny_model, monk
     monkeypatch.setattr(GigatokenBackend, "_encode_plain",  # a test double: one id corrupted
                         lambda self, texts: [ids + (t == "x") for t, ids in
                                              zip(texts, real(self, texts))])
-    fn = _TokenizeFn(model_path=str(tiny_model), num_threads=1, processes=1, pool_if_auto=False,
+    fn = _TokenizeFn(model_path=str(tiny_model), threads=1, processes=1, pool_if_auto=False,
                      encoder="gigatoken", check_every=1, file_paths=("a", "b", "c", "in.jsonl"))
     with pytest.raises(EncoderMismatchError, match="^in.jsonl line 6: the gigatoken"):
         _run_fn(fn, [_chunk()])
@@ -122,7 +151,7 @@ def test_tokenize_transform_keeps_each_chunk_and_its_ids(tiny_model, sp):
         out = (
             p
             | beam.Create(chunks)
-            | Tokenize(model_path=str(tiny_model), num_threads=1, processes=1)
+            | Tokenize(model_path=str(tiny_model), threads=1, processes=1)
         )
         ids = out.chunks | beam.Map(lambda t: (t.file_index, t.chunk_index,
                                                tuple(t.documents[0].tolist())))

@@ -1,4 +1,4 @@
-"""pipeline/tokenize/training_sample.py: quota allocation, piece cutting, deterministic priorities."""
+"""training_sample.py: quota allocation, piece cutting, deterministic priorities."""
 
 from pipeline.tokenize.training_sample import allocate_quotas, priority, split_pieces
 

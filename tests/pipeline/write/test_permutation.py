@@ -1,4 +1,4 @@
-"""shuffle.py: a bijection of [0, n) for every n, its inverse, one order per seed."""
+"""permutation.py: a bijection of [0, n) for every n, its inverse, one order per seed."""
 
 import numpy as np
 import pytest

@@ -1,0 +1,322 @@
+"""Compare-and-swap on one small file: create it exclusively, read it with a version, replace or
+delete it only if it still has the version read.
+
+What makes it atomic depends on the storage, so each protocol has its own class with the same
+four static methods, registered in ``BACKENDS`` (to add one, e.g. ``az``: write the class and
+register its protocol names):
+
+- ``local`` (local and mounted file systems, EFS included): creation is ``os.link`` of a
+  complete temporary file (never a partial file under the final name); replace and delete take
+  ``flock`` on the current file, check that it is still the file at the path and still has the
+  version read, then ``os.replace``/``unlink``. ``flock`` is released when its holder dies, so a
+  crash leaves no lock behind. The version is inode, mtime and a hash of the content.
+- ``s3``: conditional requests: ``PUT`` with ``If-None-Match: *`` (create) or
+  ``If-Match: <ETag>`` (replace), ``DELETE`` with ``If-Match``. The version is the ETag.
+- ``gs``: generation preconditions through the ``google-cloud-storage`` client (it comes with
+  the ``dataflow`` extra, as gcsfs does): upload with ``ifGenerationMatch=0`` (create) or
+  ``=<generation>`` (replace), delete with ``ifGenerationMatch``. The version is the generation.
+- any other protocol (fsspec's memory file system): read-compare-write, *not* atomic;
+  ``is_atomic`` says whether a path's storage is.
+
+A conditional write whose response was lost may have happened: its retry then fails the
+precondition. So a failed create or replace reads the file back, and content equal to what was
+written counts as success (callers write content unique to themselves, e.g. a random run id).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import os
+import posixpath
+import uuid
+
+from common import storage
+
+
+@dataclasses.dataclass(frozen=True)
+class Versioned:
+    """A file's content as read, the version to pass back to replace/delete, its mtime."""
+
+    data: bytes
+    version: str  # opaque; compare only for equality
+    modified: float  # seconds since the epoch: mtime, or the object's LastModified
+
+
+def create_exclusive(path: str, data: bytes) -> bool:
+    """Create ``path`` holding ``data``; False when it already exists."""
+    fs, stripped = storage.filesystem(path)
+    return _backend(fs).create_exclusive(fs, stripped, data) or _is(fs, stripped, data)
+
+
+def read(path: str) -> Versioned | None:
+    """The file with its version, or None when there is none."""
+    fs, stripped = storage.filesystem(path)
+    return _backend(fs).read(fs, stripped)
+
+
+def replace_if(path: str, data: bytes, *, version: str) -> bool:
+    """Replace ``path`` with ``data`` if it still has ``version``; False otherwise."""
+    fs, stripped = storage.filesystem(path)
+    return _backend(fs).replace_if(fs, stripped, data, version) or _is(fs, stripped, data)
+
+
+def delete_if(path: str, *, version: str) -> bool:
+    """Delete ``path`` if it still has ``version``; False otherwise (changed, or gone)."""
+    fs, stripped = storage.filesystem(path)
+    return _backend(fs).delete_if(fs, stripped, version)
+
+
+def is_atomic(path: str) -> bool:
+    """Whether the primitives are atomic on ``path``'s storage (see the module docstring)."""
+    fs, _ = storage.filesystem(path)
+    return _backend(fs) is not _Unconditional
+
+
+def _is(fs, path: str, data: bytes) -> bool:
+    current = _backend(fs).read(fs, path)
+    return current is not None and current.data == data
+
+
+class _Local:
+    @staticmethod
+    def create_exclusive(fs, path: str, data: bytes) -> bool:
+        tmp = _write_tmp(path, data)
+        try:
+            os.link(tmp, path)  # atomic, fails if the name exists
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+
+    @staticmethod
+    def read(fs, path: str) -> Versioned | None:
+        try:
+            with open(path, "rb") as handle:
+                return _local_versioned(handle)
+        except FileNotFoundError:
+            return None
+
+    @staticmethod
+    def replace_if(fs, path: str, data: bytes, version: str) -> bool:
+        tmp = _write_tmp(path, data)
+        try:
+            with _locked(path, version) as held:
+                if held:
+                    os.replace(tmp, path)
+                return held
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    @staticmethod
+    def delete_if(fs, path: str, version: str) -> bool:
+        with _locked(path, version) as held:
+            if held:
+                os.unlink(path)
+            return held
+
+
+def _local_versioned(handle) -> Versioned:
+    # One descriptor for content and inode: the file is only ever replaced, never rewritten.
+    stat = os.fstat(handle.fileno())
+    data = handle.read()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    return Versioned(data=data, version=f"{stat.st_ino}:{stat.st_mtime_ns}:{digest}",
+                     modified=stat.st_mtime)
+
+
+def _write_tmp(path: str, data: bytes) -> str:
+    directory = posixpath.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    tmp = posixpath.join(directory, f"{storage.TMP_MARKER}{uuid.uuid4().hex}-"
+                                    f"{posixpath.basename(path)}")
+    with open(tmp, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return tmp
+
+
+@contextlib.contextmanager
+def _locked(path: str, version: str):
+    """Yield True holding ``flock`` on the file at ``path`` if it still has ``version``."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except PermissionError:  # another user's file: a shared lock still excludes theirs
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield False
+        return
+    with os.fdopen(fd, "rb") as handle:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # NFS (EFS): emulated with a POSIX lock
+        try:
+            still_there = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            still_there = False
+        yield still_there and _local_versioned(handle).version == version
+
+
+class _S3:
+    @staticmethod
+    def create_exclusive(fs, path: str, data: bytes) -> bool:
+        return _s3_conditional(fs, path, "put_object", Body=data, IfNoneMatch="*")
+
+    @staticmethod
+    def read(fs, path: str) -> Versioned | None:
+        from fsspec.asyn import sync
+
+        bucket, key, _ = fs.split_path(path)
+        try:
+            response, data = sync(fs.loop, _s3_get, fs, bucket, key)
+        except FileNotFoundError:
+            return None
+        return Versioned(data=data, version=response["ETag"],
+                         modified=response["LastModified"].timestamp())
+
+    @staticmethod
+    def replace_if(fs, path: str, data: bytes, version: str) -> bool:
+        return _s3_conditional(fs, path, "put_object", Body=data, IfMatch=version)
+
+    @staticmethod
+    def delete_if(fs, path: str, version: str) -> bool:
+        return _s3_conditional(fs, path, "delete_object", IfMatch=version)
+
+
+async def _s3_get(fs, bucket: str, key: str):
+    # One GET: the ETag and the content of the same version (s3fs's info/cat could differ).
+    response = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+    async with response["Body"] as body:
+        return response, await body.read()
+
+
+# The codes of a failed precondition: 412, and 409 for a conflicting concurrent write.
+_S3_LOST = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+
+
+def _s3_conditional(fs, path: str, method: str, **kwargs) -> bool:
+    bucket, key, _ = fs.split_path(path)
+    try:
+        fs.call_s3(method, Bucket=bucket, Key=key, **kwargs)
+    except FileNotFoundError:  # If-Match on a key that is gone
+        return False
+    except OSError as err:
+        code = getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
+        if isinstance(err, FileExistsError) or code in _S3_LOST:
+            return False
+        raise
+    finally:
+        fs.invalidate_cache(path)
+    return True
+
+
+class _GCS:
+    @staticmethod
+    def create_exclusive(fs, path: str, data: bytes) -> bool:
+        return _gcs_conditional(lambda blob: blob.upload_from_string(
+            data, content_type="application/octet-stream", if_generation_match=0), fs, path)
+
+    @staticmethod
+    def read(fs, path: str) -> Versioned | None:
+        from google.api_core import exceptions
+
+        for _ in range(5):
+            blob = _gcs_blob(fs, path)
+            blob = blob.bucket.get_blob(blob.name)  # metadata: generation, time
+            if blob is None:
+                return None
+            try:  # the content of the generation whose metadata was read, or read again
+                data = blob.download_as_bytes(if_generation_match=blob.generation)
+            except (exceptions.PreconditionFailed, exceptions.NotFound):
+                continue
+            return Versioned(data=data, version=str(blob.generation),
+                             modified=blob.updated.timestamp() if blob.updated else 0.0)
+        raise OSError(f"{path} keeps changing while it is read")
+
+    @staticmethod
+    def replace_if(fs, path: str, data: bytes, version: str) -> bool:
+        return _gcs_conditional(lambda blob: blob.upload_from_string(
+            data, content_type="application/octet-stream", if_generation_match=int(version)),
+            fs, path)
+
+    @staticmethod
+    def delete_if(fs, path: str, version: str) -> bool:
+        return _gcs_conditional(lambda blob: blob.delete(if_generation_match=int(version)),
+                                fs, path)
+
+
+def _gcs_blob(fs, path: str):
+    # Credentials from Google's standard chain, as gcsfs's default; STORAGE_EMULATOR_HOST too.
+    from google.cloud import storage as gcs
+
+    bucket, key, _ = fs.split_path(path)
+    return gcs.Client(project=None).bucket(bucket).blob(key)
+
+
+def _gcs_conditional(request, fs, path: str) -> bool:
+    from google.api_core import exceptions
+
+    try:
+        request(_gcs_blob(fs, path))
+    except (exceptions.PreconditionFailed, exceptions.NotFound, exceptions.Conflict):
+        return False  # 412: another generation; 404: gone; 409: a concurrent conflicting write
+    finally:
+        fs.invalidate_cache(path)  # gcsfs's listings must see the change
+    return True
+
+
+class _Unconditional:
+    """Read, compare, write: a window between them (no conditional writes here)."""
+
+    @staticmethod
+    def create_exclusive(fs, path: str, data: bytes) -> bool:
+        if fs.exists(path):
+            return False
+        fs.pipe_file(path, data)
+        return True
+
+    @staticmethod
+    def read(fs, path: str) -> Versioned | None:
+        try:
+            data = fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        return Versioned(data=data, version=hashlib.sha256(data).hexdigest(),
+                         modified=_modified(fs.info(path)))
+
+    @staticmethod
+    def replace_if(fs, path: str, data: bytes, version: str) -> bool:
+        current = _Unconditional.read(fs, path)
+        if current is None or current.version != version:
+            return False
+        fs.pipe_file(path, data)
+        return True
+
+    @staticmethod
+    def delete_if(fs, path: str, version: str) -> bool:
+        current = _Unconditional.read(fs, path)
+        if current is None or current.version != version:
+            return False
+        fs.rm_file(path)
+        return True
+
+
+def _modified(info: dict) -> float:
+    """An fsspec info's modification time; 0 (as old as can be) when it has none."""
+    for key in ("mtime", "LastModified", "created"):
+        stamp = info.get(key)
+        if hasattr(stamp, "timestamp"):
+            return stamp.timestamp()
+        if isinstance(stamp, (int, float)) and stamp:
+            return float(stamp)
+    return 0.0
+
+
+BACKENDS = {"file": _Local, "local": _Local, "s3": _S3, "s3a": _S3, "gs": _GCS, "gcs": _GCS}
+
+
+def _backend(fs):
+    return BACKENDS.get(storage.protocol(fs), _Unconditional)

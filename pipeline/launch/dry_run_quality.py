@@ -1,0 +1,117 @@
+"""The data-quality options in ``--dry_run``: exact duplicates, mixture weights, the pre-pass.
+
+* ``--dedup=exact``: the sampled documents are hashed as the pre-pass hashes them
+  (``pipeline.quality.doc_hash``) and, in (input file, line) order, every one whose hash came
+  before drops, as the pre-pass keeps the lowest (file, line). Only duplicates *within the
+  sample* are seen: exact when every file is read to its end, a lower bound otherwise.
+* ``--subset_weights``: the run's weights (``pipeline.config.mixture_weights``);
+  ``--subset_tokens``: ``budget / tokens`` with the tokens of the kept documents estimated from
+  the sample, as the pre-pass counts them (``pipeline.quality.mixture.weights_from_budgets``).
+* The pre-pass (``--dedup=exact``, ``--exclude_docs_from`` or ``--subset_tokens``) reads every
+  input file once more, hashes its documents and, for a budget, tokenizes them: its CPU time is
+  the sample's own, measured while sampling, per byte of text; its wall time assumes a file per
+  core (the pre-pass reads each file on one worker).
+* ``--exclude_docs_from``: what it removes is not estimated (0 assumed; said so), nor the
+  time to read its sources.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pipeline.config import PipelineConfig, mixture_weights
+from pipeline.launch.dry_run_sample import FileSample
+from pipeline.quality import mixture
+
+
+def duplicate_lines(samples: list[FileSample]) -> dict[int, frozenset]:
+    """Input file index -> lines of its sampled documents that drop as exact duplicates of an
+    earlier sampled one (lowest (file, line) kept)."""
+    seen, dropped = set(), {}
+    for sample in sorted(samples, key=lambda s: s.file.index):
+        lines = []
+        for doc in sample.docs:
+            if doc.digest in seen:
+                lines.append(doc.line)
+            seen.add(doc.digest)
+        dropped[sample.file.index] = frozenset(lines)
+    return dropped
+
+
+@dataclasses.dataclass(frozen=True)
+class Weights:
+    """The mixture's weights and how they were found."""
+
+    weights: dict
+    how: str  # '' without a mixture
+
+
+def flag_weights(config: PipelineConfig) -> Weights:
+    """``--subset_weights`` as the run parses it (no weights for ``--subset_tokens`` yet)."""
+    value = config.quality.subset_weights
+    if not value:
+        return Weights(weights={}, how="")
+    name = "the Pile paper's" if value == mixture_weights.PILE_V1_NAME else "given"
+    return Weights(weights=mixture_weights.parse_weights(value),
+                   how=f"--subset_weights={value} ({name} epochs per subset)")
+
+
+def budget_weights(config: PipelineConfig, *, tokens: dict[str, float],
+                   exact: bool) -> Weights:
+    """``--subset_tokens``: weight = budget / the subset's estimated tokens (kept documents).
+    ``exact``: every file was read to its end, so a budget naming a subset the input lacks is
+    the run's own error; otherwise such a subset is only missing from the sample, and noted."""
+    budgets = mixture_weights.parse_budgets(config.quality.subset_tokens)
+    unseen = sorted(name for name in budgets if not tokens.get(name))
+    if exact or not unseen:
+        weights = mixture.weights_from_budgets(budgets, tokens)  # ConfigError as the run's
+    else:
+        weights = mixture.weights_from_budgets(
+            {k: v for k, v in budgets.items() if k not in unseen}, tokens)
+    counted = "counted" if exact else "estimated from the sample"
+    how = f"--subset_tokens: weight = budget / the subset's tokens, {counted} as the pre-pass would"
+    if unseen and not exact:
+        how += f"; {', '.join(unseen)} not in the sample: weight 1 assumed"
+    return Weights(weights=weights, how=how)
+
+
+def prepass_runs(config: PipelineConfig) -> bool:
+    """Whether the run starts with the quality pre-pass (``pipeline.quality.prepare``)."""
+    options = config.quality
+    return options.dedup == "exact" or bool(options.exclude_docs_from) or bool(
+        options.subset_tokens)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepassCost:
+    core_hours: float
+    wall_hours: float
+    how: str
+
+
+def prepass_cost(samples: list[FileSample], *, config: PipelineConfig, file_texts: list[float],
+                 cores: int, tokenize_mb_per_cpu_second: float | None) -> PrepassCost | None:
+    """The pre-pass's CPU and wall time over files of ``file_texts`` text bytes on ``cores``
+    cores, at the samples' measured CPU seconds per text byte of reading and hashing (and of
+    tokenizing with a budget: measured with the model, else ``tokenize_mb_per_cpu_second``)."""
+    if not prepass_runs(config):
+        return None
+    text = sum(s.text_bytes for s in samples) or 1
+    per_byte = {"read": sum(s.read_cpu for s in samples) / text}
+    if config.quality.dedup == "exact" or config.quality.exclude_docs_from:
+        per_byte["hash"] = sum(s.hash_cpu for s in samples) / text
+    if config.quality.subset_tokens:
+        per_byte["tokenize"] = (sum(s.encode_cpu for s in samples) / text
+                                if config.tokenizer_model or not tokenize_mb_per_cpu_second
+                                else 1 / (tokenize_mb_per_cpu_second * 1e6))
+    seconds_per_byte = sum(per_byte.values())
+    core_hours = sum(file_texts) * seconds_per_byte / 3600
+    usable = max(1, min(cores, len(file_texts)))
+    wall = max(core_hours / usable, max(file_texts, default=0) * seconds_per_byte / 3600)
+    rates = ", ".join(f"{name} {1 / value / 1e6:.1f}" for name, value in per_byte.items()
+                      if value)
+    how = (f"CPU per text MB measured on this machine while sampling ({rates} MB per "
+           f"CPU-second); one file per core, {usable} core(s)")
+    if "tokenize" in per_byte and not config.tokenizer_model:
+        how += "; tokenizing at the pipeline's per-core rate (no --tokenizer_model to time)"
+    return PrepassCost(core_hours=core_hours, wall_hours=wall, how=how)

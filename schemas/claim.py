@@ -1,0 +1,85 @@
+"""The output claim: ``.pilepack-claim.json`` in ``--output`` names the one run writing there.
+
+The launcher creates and updates it (``pipeline.launch.claim``); the manifest commit, on a
+worker, reads it (``check_held``) and refuses to commit for a run it no longer names, so a job
+left running by an interrupted launcher cannot commit over the run that took ``--output`` over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from common import conditional, storage
+from common.errors import PilepackError
+
+CLAIM_NAME = ".pilepack-claim.json"
+
+
+class ClaimLost(PilepackError):
+    """This run no longer holds ``--output``'s claim: a newer run has taken the output over."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A job that runs apart from its launcher (``pipeline.launch.jobs``)."""
+
+    kind: str  # "portable" (the Job API) or "dataflow"
+    id: str
+    endpoint: str = ""  # portable: the job service's host:port ("": started by the launcher)
+    project: str = ""  # dataflow
+    region: str = ""  # dataflow
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """Who holds ``--output``: the run, its launching process, and its job once submitted."""
+
+    run_id: str  # random, per run: the manifest's run_id
+    host: str  # for people: host names repeat across containers (SageMaker: algo-1)
+    pid: int
+    started: str  # ISO 8601, UTC
+    started_unix: float
+    boot_id: str = ""  # the launcher's machine, this boot ("": unknown)
+    pid_namespace: str = ""  # its pid namespace: every container has its own
+    pid_started: int = 0  # its process start, in clock ticks since boot: pids are reused
+    runner: str = ""  # --runner
+    phase: str = "preparing"  # preparing -> submitting -> submitted, back to preparing per job
+    job: Job | None = None  # recorded once submitted; None: the job runs in the launcher
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Claim | None":
+        """The claim in ``data``; None when it is not one (cut short, or not JSON)."""
+        try:
+            doc = json.loads(data)
+            fields = {f.name for f in dataclasses.fields(cls)}
+            doc = {k: v for k, v in doc.items() if k in fields}  # newer writers may add some
+            job = doc.pop("job", None)
+            return cls(**doc, job=Job(**job) if job else None)
+        except (ValueError, TypeError, AttributeError):
+            return None
+
+    def describe(self) -> str:
+        job = f", {self.job.kind} job {self.job.id}" if self.job else ""
+        return f"run {self.run_id} (host {self.host}, pid {self.pid}, started {self.started}{job})"
+
+
+def claim_path(output: str) -> str:
+    return storage.join(output, CLAIM_NAME)
+
+
+def check_held(output: str, *, run_id: str) -> None:
+    """Raise ClaimLost unless ``output``'s claim still names ``run_id``."""
+    current = conditional.read(claim_path(output))
+    holder = Claim.from_bytes(current.data) if current else None
+    if holder is not None and holder.run_id == run_id:
+        return
+    now = (f"is now claimed by {holder.describe()}, not by run {run_id} (this job)" if holder
+           else f"is no longer claimed by run {run_id} (this job)")
+    raise ClaimLost(
+        f"{output} {now}: a newer run has taken the output over, so this job does not commit "
+        "its manifest over it. Nothing to fix in the newer run; this job was left running by an "
+        "interrupted launcher: cancel it")

