@@ -2,8 +2,9 @@
 
 Each row is appended with a single ``write(2)`` on a file opened ``O_APPEND``, with nothing
 buffered in the process: a run killed at any moment (SIGTERM, SIGKILL, out of memory) leaves
-only complete lines, and everything written before the kill. The reader still drops a torn last
-line (a full disk can cut a write short) and says so.
+everything written before the kill, in complete lines but for at most the last one (Linux cuts
+a write short when a fatal signal arrives during it, and so can a full disk): the reader drops
+a torn last line and says so.
 """
 
 from __future__ import annotations
