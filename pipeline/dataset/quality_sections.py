@@ -15,7 +15,7 @@ import collections
 
 from pipeline.quality import decisions, doc_hash, mixture
 from pipeline.quality import doc_hash_files as doc_hashes
-from pipeline.write import permutation as shuffle
+from schemas import permutation as shuffle
 
 
 def removed_by_subset(files, reasons) -> dict:

@@ -9,7 +9,7 @@ shard ``k`` holds *positions* ``[k*R, (k+1)*R)``, written in its plan as ranges 
   copied as whole byte ranges.
 - ``ShuffledOrder`` (``--shuffle=global``): records are numbered ``0 .. n-1`` in the input's
   order by prefix sums over the parts, and position ``p`` holds record
-  ``Permutation(n, seed).forward(p)`` (``pipeline.write.permutation``), so every shard holds a
+  ``Permutation(n, seed).forward(p)`` (``schemas.permutation``), so every shard holds a
   uniform sample of the whole split. Its ranges are one record each; the permutation is mapped
   a window at a time, never held whole. Shard names and sizes are as in the input's order; the
   padding moves with the records (``ShuffledOrder.replan``).
@@ -29,8 +29,8 @@ from functools import cached_property
 
 import numpy as np
 
-from pipeline.write.permutation import Permutation
 from pipeline.write.shard_plan import PartInfo, Piece, ShardPlan, ordered_parts, plan_shards
+from schemas.permutation import Permutation
 
 Range = tuple[str, int, int]  # (part path, first record, count)
 

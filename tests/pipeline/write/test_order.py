@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from pipeline.write.order import InputOrder, ShuffledOrder, plan_ordered_shards
-from pipeline.write.permutation import Permutation
 from pipeline.write.shard_plan import PartInfo, plan_shards
+from schemas.permutation import Permutation
 
 
 def _part(file_index, records, padded=(), epoch=0):

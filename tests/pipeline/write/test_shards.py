@@ -14,9 +14,9 @@ import tensorflow as tf
 from pipeline.write.order import plan_ordered_shards
 from pipeline.write.pack import PackedChunk, PackStats
 from pipeline.write.parts import write_part
-from pipeline.write.permutation import Permutation
 from pipeline.write.shard_plan import records_per_shard
 from pipeline.write.shards import WriteShards, assemble_shard
+from schemas.permutation import Permutation
 from schemas.records import RecordSpec, frame_bytes, frame_examples, iter_tfrecord_frames
 from schemas.records_tf import parse_records
 

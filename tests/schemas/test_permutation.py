@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pipeline.write.permutation import Permutation
+from schemas.permutation import Permutation
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 15, 16, 17, 255, 256, 257, 1000, 65537])
