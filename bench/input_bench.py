@@ -14,7 +14,8 @@ directory first (``--segment_ids``: with segment ids and positions, which traini
 reads too). The first pass (up to ``--seconds``) warms the page cache and the autotuner, so
 local figures are for shards in the page cache. ``--s3`` also copies the dataset to a moto S3
 server on 127.0.0.1 (``python -m moto.server``, a subprocess sharing the cores) and reads it
-through s3fs. ``--order_block`` is the global order's (``trainer.global_order.records_at``).
+through s3fs. ``--order_block`` and ``--order_window`` are the global order's
+(``trainer.window_order``; 0: the trainer's default for the dataset, which the report names).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ import tensorflow as tf
 from common.flags import ArgumentParser, add_flags, flag, from_args
 from datagen.datasets import EOS, write_dataset
 from schemas import manifest
+from trainer.config import TrainConfig
 from trainer.data import make_dataset, plan_input
 from trainer.global_order import make_global_dataset, plan_global
+from trainer.train_input import resolve_order
 
 ORDERS = ("files", "global")
 
@@ -54,7 +57,8 @@ class Options:
     seconds: float = flag(10.0, help="timed seconds per measurement, after one warm-up pass")
     rounds: int = flag(3, help="measurements of each order, interleaved; the median is kept")
     s3: bool = flag(False, help="also read the dataset from a moto S3 server")
-    order_block: int = flag(1, help="--order_block of the global order")
+    order_block: int = flag(0, help="--order_block of the global order (0: the trainer's)")
+    order_window: int = flag(0, help="--order_window of the global order (0: the trainer's)")
 
 
 def synthetic_dataset(
@@ -87,7 +91,15 @@ def synthetic_dataset(
     )
 
 
-def make_input(*, data: manifest.Dataset, order: str, batch: int, shuffle: bool, block: int):
+def global_options(*, data: manifest.Dataset, options: Options) -> TrainConfig:
+    """The trainer's options of the global order for ``data`` (block and window resolved)."""
+    cfg = TrainConfig(steps=1, global_batch_size=options.batch, order_block=options.order_block,
+                      order_window=options.order_window)
+    return resolve_order(cfg=cfg, train_data=data, saved=None)
+
+
+def make_input(*, data: manifest.Dataset, order: str, batch: int, shuffle: bool, block: int,
+               window: int):
     """One rank's training input in ``order``, as the trainer builds it."""
     segments = data.record_spec.with_segments
     if order == "files":
@@ -97,7 +109,7 @@ def make_input(*, data: manifest.Dataset, order: str, batch: int, shuffle: bool,
     context = tf.distribute.InputContext(1, 0, 1)
     plan = plan_global(dataset=data, context=context, global_batch_size=batch)
     return make_global_dataset(plan=plan, spec=data.record_spec, seed=0, shuffle=shuffle,
-                               block=block, use_segments=segments)
+                               block=block, window=window, use_segments=segments)
 
 
 def measure(*, dataset: tf.data.Dataset, tokens_per_batch: int, threads: int, seconds: float,
@@ -124,6 +136,7 @@ def compare(*, data: manifest.Dataset, options: Options, cores: int) -> dict:
     """{"shuffle=S threads=T": per order tokens/s and per core, and global/files}."""
     results = {}
     records = sum(shard["records"] for shard in data.shards)
+    cfg = global_options(data=data, options=options)
     for shuffle in (True, False):
         for threads in sorted({1, cores}):
             rates = {order: [] for order in ORDERS}
@@ -131,7 +144,8 @@ def compare(*, data: manifest.Dataset, options: Options, cores: int) -> dict:
                 for order in ORDERS:
                     rates[order].append(measure(
                         dataset=make_input(data=data, order=order, batch=options.batch,
-                                           shuffle=shuffle, block=options.order_block),
+                                           shuffle=shuffle, block=cfg.order_block,
+                                           window=cfg.order_window),
                         tokens_per_batch=options.batch * data.seq_len,
                         threads=threads,
                         seconds=options.seconds,
@@ -203,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         "features": sorted(data.record_spec.feature_dtypes()),
         "records": sum(shard["records"] for shard in data.shards),
         "batch": options.batch,
-        "order_block": options.order_block,
+        "order_block": global_options(data=data, options=options).order_block,
+        "order_window": global_options(data=data, options=options).order_window,
         "cores": cores,
         "machine": platform.processor() or platform.machine(),
         "tensorflow": tf.__version__,

@@ -99,6 +99,7 @@ def _manifest_doc(
     return {
         "format": manifest.FORMAT,
         "version": manifest.VERSION,
+        "formats": ["tfrecord"],
         "split": split,
         "created": "2024-01-01T00:00:00Z",
         **layout,

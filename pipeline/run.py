@@ -45,9 +45,12 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     from pipeline.write.parts import WriteParts
     from pipeline.write.shards import WriteShards
     from schemas.dataset_spec import DatasetSpec
+    from schemas.formats import ARRAYRECORD, MEGATRON
+    from schemas.megatron_index import document_dtype
 
     spec = DatasetSpec(seq_len=config.seq_len, vocab_size=tokenizer.vocab_size,
                        with_segments=config.segment_ids, last_record=config.last_record)
+    megatron_dtype = document_dtype(spec.vocab_size) if MEGATRON in config.formats else None
     files = p | "ListInputs" >> beam.Create(inputs)
     read = files | "Read" >> ReadDocuments(
         config=config.read, paths=tuple(f.path for f in inputs), fanout=fanout,
@@ -62,23 +65,36 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     parts = (
         tokenized.chunks
         | "Pack" >> Pack(spec=spec.record, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
-                         last_record=config.last_record)
+                         last_record=config.last_record, document_dtype=megatron_dtype)
         | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
                                      pad_id=tokenizer.pad_id)
     )
     shards = parts.parts | "WriteShards" >> WriteShards(
         directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
         spec=spec.record,
-        shuffle_seed=config.training.seed if config.quality.shuffle == "global" else None)
+        shuffle_seed=config.training.seed if config.quality.shuffle == "global" else None,
+        arrayrecord=ARRAYRECORD in config.formats)
     dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
     (
-        (shards, parts.chunk_stats, read["read_stats"], dead, tokenized.encoder_stats, hashes)
+        (shards, parts.chunk_stats, read["read_stats"], dead, tokenized.encoder_stats, hashes,
+         *_megatron_pairs(parts, config=config, dtype=megatron_dtype))
         | "AllStatistics" >> beam.Flatten()
         | "Manifest" >> CommitManifest(config=config, spec=spec, run_id=run_id,
                                        tokenizer=tokenizer.manifest_entry(), inputs=inputs,
                                        quality=quality)
     )
+
+
+def _megatron_pairs(parts, *, config: PipelineConfig, dtype: str | None) -> tuple:
+    """With --formats=...,megatron (``dtype`` given): the pairs from the document parts."""
+    if dtype is None:
+        return ()
+    from pipeline.write.megatron import WriteMegatron
+
+    return (parts.document_parts | "WriteMegatron" >> WriteMegatron(
+        directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
+        dtype=dtype),)
 
 
 def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:

@@ -27,8 +27,10 @@ __all__ = ["MANIFEST_NAME", "FORMAT", "VERSION", "Dataset", "ManifestError", "lo
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "pilepack.dataset"
-VERSION = 2
-SUPPORTED_VERSIONS = (2,)
+VERSION = 3
+# Version 3 added ``formats`` and the extra formats' sections (``megatron``); nothing of version
+# 2 changed meaning, so a version-2 manifest is still read (as ``formats: ["tfrecord"]``).
+SUPPORTED_VERSIONS = (2, 3)
 # What changed, for the error a reader of an older manifest gets.
 OLDER_VERSIONS = {
     1: "version 1 repeated seq_len, the record length and the token dtype in several places",
@@ -64,6 +66,11 @@ def validate(doc: Any, *, source: str) -> None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ManifestError(f"{source}: invalid manifest at {where}: {error.message}")
     for entry in doc["shards"] + doc["dead_letters"] + doc.get("doc_hashes", {}).get("files", []):
+        check_relative_path(entry["path"], source=source)
+    for pair in doc.get("megatron", {}).get("files", []):
+        for entry in (pair["bin"], pair["idx"]):
+            check_relative_path(entry["path"], source=source)
+    for entry in doc.get("arrayrecord", {}).get("files", []):
         check_relative_path(entry["path"], source=source)
     check_relative_path(doc["tokenizer"]["file"], source=source)
     DatasetSpec.from_manifest(doc, source=source)
@@ -131,6 +138,11 @@ class Dataset:
     @property
     def shards(self) -> list[dict]:
         return self.doc["shards"]
+
+    @property
+    def formats(self) -> list[str]:
+        """The formats written (a version-2 manifest: TFRecord only)."""
+        return self.doc.get("formats", ["tfrecord"])
 
     def shard_paths(self) -> list[str]:
         return [storage.join(self.directory, shard["path"]) for shard in self.shards]

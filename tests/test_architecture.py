@@ -117,7 +117,7 @@ PIPELINE_LAYERS = {
     "dataset": {"config", "read", "quality", "tokenize", "write"},
     "launch": {"config", "read", "quality", "tokenize", "write", "dataset"},
 }
-COMMANDS = {"run", "train_tokenizer", "verify", "roundtrip", "report"}
+COMMANDS = {"run", "train_tokenizer", "verify", "roundtrip", "report", "megatron_paths"}
 
 
 def _layer(name: str) -> str | None:

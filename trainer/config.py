@@ -13,6 +13,7 @@ import dataclasses
 from common.flags import flag, require
 from trainer.distribute.resolve import BACKENDS, SAGEMAKER_PORT
 from trainer.model.config import PRESETS, GPTConfig
+from trainer.window_order import BLOCK, SHUFFLED_BLOCK, SHUFFLED_WINDOW, WINDOW
 
 ORDERS = ("global", "files")  # --order; global is the default
 
@@ -46,10 +47,19 @@ class TrainConfig:
         choices=ORDERS,
     )
     order_block: int = flag(
-        1,
-        help="--order=global: neighbouring records its permutation moves as one (1: each "
-        "record on its own; e.g. 64 on object stores: one request reads 64 records; best on "
-        "splits written with --shuffle=global)",
+        0,
+        help="--order=global: blocks of this many neighbouring records, each read with one "
+        "request from an object store (0: the default for the split: "
+        f"{SHUFFLED_BLOCK} when it was written with --shuffle=global, else {BLOCK}; when "
+        "resuming, the run's own)",
+    )
+    order_window: int = flag(
+        0,
+        help="--order=global: blocks whose records are scattered over each other's positions; "
+        "a batch mixes records of that many random places of the split, and each rank keeps up "
+        "to 2 windows of records (1: blocks move whole; 0: the default for the split: "
+        f"{SHUFFLED_WINDOW} when it was written with --shuffle=global, else {WINDOW}; when "
+        "resuming, the run's own)",
     )
     shuffle_buffer: int = flag(10_000, help="records per shuffle buffer (--order=files)")
     log_every: int = flag(10, help="steps between log lines / metrics rows")
@@ -71,10 +81,11 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("steps", "global_batch_size", "log_every", "checkpoint_every",
-                     "keep_checkpoints", "order_block"):
+                     "keep_checkpoints"):
             require(getattr(self, name) >= 1, f"--{name} must be >= 1, got {getattr(self, name)}")
         for name in ("learning_rate", "warmup_steps", "weight_decay", "clip_norm",
-                     "shuffle_buffer", "eval_every", "eval_batches"):
+                     "shuffle_buffer", "eval_every", "eval_batches", "order_block",
+                     "order_window"):
             require(getattr(self, name) >= 0, f"--{name} must be >= 0, got {getattr(self, name)}")
         require(0.0 <= self.min_lr_ratio <= 1.0,
                 f"--min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")

@@ -1,8 +1,9 @@
 """``--order=global``: one sample order for any number of ranks, by ranged reads.
 
 The split's ``N`` records, epoch after epoch, form one stream: position ``g`` holds record
-``perm_e(g mod N)`` of epoch ``e = g // N``, where ``perm_e`` is the seeded Feistel bijection
-of ``schemas.permutation`` keyed by ``order:{seed}:{e}`` (the identity without shuffling). A
+``perm_e(g mod N)`` of epoch ``e = g // N``, where ``perm_e`` is a seeded bijection of
+``[0, N)``: blocks of neighbouring records permuted, then the records of each window of blocks
+scattered over its positions (``trainer.window_order``; the identity without shuffling). A
 step of global batch ``B`` reads positions ``[g, g + B)``, ``g`` being the records trained on
 before it (``examples_seen``, saved in every checkpoint); input pipeline ``p`` of ``P`` reads
 ``[g + p*B/P, g + (p+1)*B/P)`` and cuts it into its replicas' batches in replica order. So
@@ -14,13 +15,13 @@ pipeline 1: 2, 3); the third reads positions 8-11, records perm_0(8), perm_0(9),
 perm_1(1): a batch may straddle two epochs, and no record is dropped.
 
 Each pipeline reads only its records, by ranged reads at computed offsets
-(``trainer.record_source``), a few steps per call into Python, several calls in flight.
+(``trainer.record_source``), a few steps per call into Python, several calls in flight; from
+an object store, a windowed order fetches whole blocks and keeps them (``trainer.block_cache``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 
 import numpy as np
@@ -28,11 +29,12 @@ import tensorflow as tf
 
 from common.errors import ConfigError
 from schemas.manifest import Dataset
-from schemas.permutation import Permutation
 from schemas.record_frames import decode_frames, frame_layout
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec
+from trainer.block_cache import BlockCache
 from trainer.data import model_inputs, per_replica_batch
 from trainer.record_source import RecordSource
+from trainer.window_order import records_at, window_positions
 
 RECORDS_PER_CALL = 256  # at least, per call into Python (a whole number of steps)
 PERMUTE_CHUNK = 8192  # positions permuted per vectorized call
@@ -92,33 +94,6 @@ def plan_global(
     )
 
 
-@functools.lru_cache(maxsize=4)
-def _permutation(records: int, seed: int, epoch: int) -> Permutation:
-    return Permutation(n=records, seed=f"order:{seed}:{epoch}")
-
-
-def records_at(
-    positions: np.ndarray, *, records: int, seed: int, shuffle: bool, block: int = 1
-) -> np.ndarray:
-    """Global record indexes at stream ``positions`` (see the module docstring).
-
-    With ``block`` > 1 the permutation moves runs of ``block`` neighbouring records as one
-    (block ``k`` is records ``[k*block, (k+1)*block)``; the last ``records % block`` records
-    stay at the end of each epoch): a step then needs a few long reads instead of one per
-    record, which object stores want.
-    """
-    epochs, within = np.divmod(np.asarray(positions, dtype=np.int64), records)
-    if not shuffle:
-        return within
-    blocks = records // block
-    out = within.copy()
-    for epoch in np.unique(epochs).tolist():
-        here = (epochs == epoch) & (within < blocks * block)
-        index, offset = np.divmod(within[here], block)
-        out[here] = _permutation(blocks, seed, epoch).forward(index) * block + offset
-    return out
-
-
 def _feature_names(*, use_segments: bool) -> tuple[str, ...]:
     return (TOKENS, SEGMENT_IDS, POSITIONS) if use_segments else (TOKENS,)
 
@@ -136,9 +111,9 @@ class StepReader:
     """
 
     def __init__(self, *, plan: GlobalPlan, spec: RecordSpec, seed: int, start: int,
-                 shuffle: bool, block: int, use_segments: bool):
+                 shuffle: bool, block: int, window: int, use_segments: bool):
         self.plan, self.seed, self.start, self.shuffle = plan, seed, start, shuffle
-        self.block = block
+        self.block, self.window = block, window
         self.layout = frame_layout(spec)
         self.source = RecordSource(paths=plan.files, counts=plan.counts,
                                    frame_bytes=self.layout.frame_bytes, random_access=shuffle)
@@ -151,6 +126,16 @@ class StepReader:
         self._calls_per_chunk = max(1, min(PERMUTE_CHUNK, records) // call)
         self._chunks: dict[int, np.ndarray] = {}  # the few chunks made last
         self._lock = threading.Lock()
+        self.reader, self.cache, self._ahead = self.source, None, 0
+        if shuffle and window > 1 and block > 1 and not self.source.local:
+            # a window's records scattered over its positions: fetch whole blocks, keep two
+            # windows' (memory: 2 * window * block records); the next window's are fetched
+            # while this one is read (calls about a window ahead)
+            span = window_positions(records=records, block=block, window=window)
+            self.reader = self.cache = BlockCache(source=self.source, block=block,
+                                                  capacity=2 * -(-span // block))
+            self._ahead = -(-span // (self.steps_per_call * plan.global_batch))
+        self._prefetched = -1  # the last call whose blocks were prefetched
 
     def records(self, call: int) -> np.ndarray:
         """The global record indexes of ``call``, step by step (int64 [steps_per_call *
@@ -163,15 +148,25 @@ class StepReader:
                 positions = self.plan.positions(start=self.start, steps=steps)
                 self._chunks[chunk] = records_at(
                     positions, records=self.source.records, seed=self.seed,
-                    shuffle=self.shuffle, block=self.block,
+                    shuffle=self.shuffle, block=self.block, window=self.window,
                 ).reshape(self._calls_per_chunk, -1)
                 while len(self._chunks) > CHUNKS_KEPT:  # the first one in is the oldest
                     del self._chunks[next(iter(self._chunks))]
             return self._chunks[chunk][index]
 
+    def _prefetch(self, call: int) -> None:
+        ahead = call + self._ahead
+        with self._lock:
+            if ahead <= self._prefetched:
+                return
+            self._prefetched = ahead
+        self.cache.prefetch(lambda: self.records(ahead))
+
     def __call__(self, call) -> tuple:
+        if self.cache is not None:
+            self._prefetch(int(call))
         records = self.records(int(call))
-        frames = self.source.read(records)
+        frames = self.reader.read(records)
         features = decode_frames(frames, self.layout,
                                  where=lambda row: self.source.name(int(records[row])))
         return tuple(features[name] for name in self.names)
@@ -185,6 +180,7 @@ def make_global_dataset(
     start: int = 0,
     shuffle: bool = True,
     block: int = 1,
+    window: int = 1,
     use_segments: bool = False,
 ) -> tf.data.Dataset:
     """One input pipeline's per-replica batches, endlessly, from stream position ``start``.
@@ -195,11 +191,12 @@ def make_global_dataset(
         seed: the run's seed; the order is a pure function of (seed, position).
         start: records trained on before the first step (``examples_seen`` when resuming).
         shuffle: a permutation per epoch (training) or manifest order.
-        block: neighbouring records the permutation keeps together (``records_at``).
+        block, window: the two-level permutation's blocks of neighbouring records and
+            window of blocks whose records it scatters (``trainer.window_order``).
         use_segments: also yield segment ids and positions (document-boundary masking).
     """
     read = StepReader(plan=plan, spec=spec, seed=seed, start=start, shuffle=shuffle,
-                      block=block, use_segments=use_segments)
+                      block=block, window=window, use_segments=use_segments)
     rows = read.steps_per_call * plan.pipeline_batch
     # (steps * replicas, per-replica batch, T): unbatched into one batch per replica and step
     per_replica = [read.steps_per_call * plan.replicas_per_pipeline, plan.per_replica_batch,

@@ -21,7 +21,7 @@ from trainer.model import GPTConfig, build_model, param_count
 from trainer.observe.telemetry import Telemetry
 from trainer.optim import build_optimizer
 from trainer.step import make_batch_train_step
-from trainer.train_input import log_resume, train_input
+from trainer.train_input import log_order_reads, log_resume, resolve_order, train_input
 
 log = logging.getLogger(__name__)
 
@@ -193,19 +193,25 @@ class _Run:
     def _record_run(self, saved: run_record.RunRecord | None) -> None:
         """Say how a resumed run continues the data order; the chief writes ``run.json`` for a
         new run."""
-        cfg, backend = self.cfg, self.backend
+        backend = self.backend
+        # --order_block, --order_window: 0 is the resumed run's, else the split's default
+        self.cfg = cfg = resolve_order(cfg=self.cfg, train_data=self.train_data,
+                                       saved=saved.data if saved else None)
         data_split = {
             "train_manifest": self.train_data.manifest_path,
             "num_pipelines": backend.world_size,
             "global_batch_size": cfg.global_batch_size,
             "order": cfg.order,
             "order_block": cfg.order_block,
+            "order_window": cfg.order_window,
         }
         if saved is not None:
-            # run.json written before --order and --order_block existed
-            log_resume(saved={"order": "files", "order_block": 1, **saved.data}, now=data_split,
-                        examples_seen=int(self.examples_seen.numpy()))
+            # run.json written before --order, --order_block or --order_window existed
+            log_resume(saved={"order": "files", "order_block": 1, "order_window": 1,
+                              **saved.data},
+                       now=data_split, examples_seen=int(self.examples_seen.numpy()))
         if backend.is_chief:
+            log_order_reads(cfg=cfg, train_data=self.train_data, pipelines=backend.world_size)
             parameters = f"{param_count(self.model_config):,}"
             log.info("%s; model: %s parameters", backend.describe(), parameters)
             if saved is None:

@@ -8,17 +8,67 @@ it continues exactly only on the same world size and global batch.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import tensorflow as tf
 
+from common import storage
 from schemas.manifest import Dataset
 from trainer.config import TrainConfig
 from trainer.data import make_dataset, plan_for_context
 from trainer.distribute.base import Backend
 from trainer.global_order import make_global_dataset, plan_global
+from trainer.window_order import (
+    BLOCK,
+    SHUFFLED_BLOCK,
+    SHUFFLED_WINDOW,
+    WINDOW,
+    expected_amplification,
+)
 
 log = logging.getLogger(__name__)
+
+
+def written_shuffled(dataset: Dataset) -> bool:
+    """Whether the pipeline wrote the split with ``--shuffle=global`` (its manifest says so)."""
+    return (dataset.doc.get("shuffle") or {}).get("mode") == "global"
+
+
+def resolve_order(*, cfg: TrainConfig, train_data: Dataset, saved: dict | None) -> TrainConfig:
+    """``cfg`` with ``--order_block`` and ``--order_window`` of 0 replaced: by the resumed run's
+    (``saved``: ``run.json``'s data section), so a resume keeps its order, else by the defaults
+    for the split (``trainer.window_order``: a split written with ``--shuffle=global`` is a
+    random permutation already, so blocks lose nothing there)."""
+    if cfg.order != "global":
+        return cfg
+    if saved is not None and saved.get("order") == "global":
+        # run.json written before --order_window: its blocks moved whole
+        block = cfg.order_block or saved.get("order_block", 1)
+        window = cfg.order_window or saved.get("order_window", 1)
+        return dataclasses.replace(cfg, order_block=block, order_window=window)
+    shuffled = written_shuffled(train_data)
+    block = cfg.order_block or (SHUFFLED_BLOCK if shuffled else BLOCK)
+    window = cfg.order_window or (SHUFFLED_WINDOW if shuffled or block == 1 else WINDOW)
+    resolved = dataclasses.replace(cfg, order_block=block, order_window=window)
+    if not (cfg.order_block and cfg.order_window):
+        log.info("--order=global: blocks of %d records, windows of %d blocks (the defaults for "
+                 "a split written %s)", block, window,
+                 "with --shuffle=global" if shuffled else "in input order")
+    return resolved
+
+
+def log_order_reads(*, cfg: TrainConfig, train_data: Dataset, pipelines: int) -> None:
+    """Say what a windowed ``--order=global`` keeps and reads from an object store."""
+    fs, _ = storage.filesystem(train_data.manifest_path)
+    if cfg.order != "global" or cfg.order_window == 1 or storage.is_local(fs):
+        return
+    log.info("--order=global from an object store: each input pipeline keeps up to %d records "
+             "(2 windows of %d blocks of %d); the %d pipelines read about %.1fx the split's bytes "
+             "per epoch", 2 * cfg.order_window * cfg.order_block, cfg.order_window,
+             cfg.order_block, pipelines,
+             expected_amplification(block=cfg.order_block, window=cfg.order_window,
+                                    batch=cfg.global_batch_size, ranks=pipelines))
 
 
 def pipeline_input(
@@ -39,7 +89,7 @@ def pipeline_input(
                            global_batch_size=cfg.global_batch_size)
         dataset = make_global_dataset(plan=plan, spec=train_data.record_spec, seed=cfg.seed,
                                       start=examples_seen, block=cfg.order_block,
-                                      use_segments=use_segments)
+                                      window=cfg.order_window, use_segments=use_segments)
         return dataset, plan.files
     plan = plan_for_context(dataset=train_data, context=context,
                             global_batch_size=cfg.global_batch_size)
@@ -80,7 +130,13 @@ def log_resume(*, saved: dict, now: dict, examples_seen: int) -> None:
     if saved == now:
         return
     same_order = now["order"] == "global" and all(
-        saved.get(key) == now[key] for key in ("train_manifest", "order", "order_block"))
+        saved.get(key) == now[key] for key in ("train_manifest", "order"))
+    if same_order and any(saved.get(key) != now[key] for key in ("order_block", "order_window")):
+        log.warning("--order_block %d --order_window %d, run.json says %s and %s: continuing "
+                    "from global record position %d of another order (until this epoch ends, "
+                    "some records repeat and others are left out)", now["order_block"],
+                    now["order_window"], saved.get("order_block"), saved.get("order_window"),
+                    examples_seen)
     if not same_order:
         log.warning("resuming with a different data split (%s, was %s): batches after the "
                     "restart differ from an uninterrupted run's", now, saved)

@@ -13,6 +13,7 @@ import os
 
 from common.flags import flag, require
 from pipeline.config.mixture_weights import parse_budgets, parse_weights
+from schemas.formats import DEFAULT_FORMATS, FORMATS, formats_problem
 from tokenizer.spec import DEFAULT_VOCAB_SIZE, MIN_VOCAB_SIZE
 
 GIB = 1 << 30
@@ -101,13 +102,38 @@ class QualityConfig:
     (docs/data-quality.md)."""
 
     dedup: str = flag(
-        "off", choices=("off", "exact"),
+        "off", choices=("off", "exact", "near"),
         help="exact: keep only the first (lowest input file, line) of documents whose "
-             "normalized text hashes alike; the others are filtered as duplicate")
+             "normalized text hashes alike; the others are filtered as duplicate; near: also "
+             "cluster the rest by MinHash-LSH and keep the first of each cluster, the others "
+             "filtered as near_duplicate")
+    near_dup_threshold: float = flag(
+        0.8, help="--dedup=near: least estimated Jaccard similarity of word shingles for two "
+                  "documents to be near-duplicates")
+    minhash_perm: int = flag(
+        128, help="--dedup=near: MinHash values per signature (a power of two)")
+    minhash_bands: int = flag(
+        16, help="--dedup=near: LSH bands (must divide --minhash_perm); more bands find more "
+                 "candidates below --near_dup_threshold, at more shuffle")
+    shingle_words: int = flag(5, help="--dedup=near: words per shingle")
     exclude_docs_from: tuple[str, ...] = flag(
         (), help="comma list of manifests of other splits (or their directories) and/or raw "
                  "Pile files/globs: every document whose hash appears there is filtered as "
                  "contaminated")
+    decontaminate: tuple[str, ...] = flag(
+        (), help="comma list of evaluation sets: .jsonl[.zst|.gz] files/globs/directories "
+                 "(one passage per line, see --decontaminate_field) or other splits' manifests "
+                 "(their recorded input files); a document sharing a word n-gram with any "
+                 "passage is dropped or redacted (--decontaminate_mode)")
+    decontaminate_mode: str = flag(
+        "drop", choices=("drop", "redact"),
+        help="drop: filter the document as decontaminated; redact: cut the overlapping words "
+             "out of its text (a document left blank drops)")
+    decontaminate_ngram: int = flag(
+        13, help="words per n-gram for --decontaminate (13: GPT-3's, Brown et al. 2020, "
+                 "Appendix C); shorter passages are skipped (counted in the manifest)")
+    decontaminate_field: str = flag(
+        "text", help="--decontaminate: the JSON field holding an evaluation passage")
     subset_weights: str = flag(
         "", help="epochs per pile_set_name: a JSON object (e.g. '{\"Wikipedia (en)\": 3}'; "
                  "subsets not named keep 1) or pile-v1 (the Pile paper's Table 1)")
@@ -119,7 +145,26 @@ class QualityConfig:
         help="global: shards hold a seeded permutation of the split's records (--seed)")
 
     def __post_init__(self):
-        require(self.dedup in ("off", "exact"), f"--dedup must be off or exact, got {self.dedup!r}")
+        require(self.dedup in ("off", "exact", "near"),
+                f"--dedup must be off, exact or near, got {self.dedup!r}")
+        require(0.0 < self.near_dup_threshold <= 1.0,
+                f"--near_dup_threshold must be in (0, 1], got {self.near_dup_threshold}")
+        perm = self.minhash_perm
+        require(2 <= perm <= 4096 and not perm & (perm - 1),
+                "--minhash_perm must be a power of two in [2, 4096] (one-permutation hashing "
+                f"splits each hash into that many bins), got {self.minhash_perm}")
+        require(1 <= self.minhash_bands <= self.minhash_perm
+                and self.minhash_perm % self.minhash_bands == 0,
+                f"--minhash_bands must divide --minhash_perm ({self.minhash_perm}), "
+                f"got {self.minhash_bands}")
+        require(1 <= self.shingle_words <= 64,
+                f"--shingle_words must be in [1, 64], got {self.shingle_words}")
+        require(self.decontaminate_mode in ("drop", "redact"),
+                f"--decontaminate_mode must be drop or redact, got {self.decontaminate_mode!r}")
+        require(1 <= self.decontaminate_ngram <= 64,
+                f"--decontaminate_ngram must be in [1, 64], got {self.decontaminate_ngram}")
+        require(bool(self.decontaminate_field),
+                "--decontaminate_field must name a JSON field, got ''")
         require(self.shuffle in ("off", "global"),
                 f"--shuffle must be off or global, got {self.shuffle!r}")
         require(not (self.subset_weights and self.subset_tokens),
@@ -134,8 +179,9 @@ class QualityConfig:
 
     @property
     def active(self) -> bool:
-        return (self.dedup != "off" or bool(self.exclude_docs_from) or bool(self.subset_weights)
-                or bool(self.subset_tokens) or self.shuffle != "off")
+        return (self.dedup != "off" or bool(self.exclude_docs_from) or bool(self.decontaminate)
+                or bool(self.subset_weights) or bool(self.subset_tokens)
+                or self.shuffle != "off")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +201,13 @@ class PipelineConfig:
     last_record: str = flag(
         "pad", choices=("pad", "drop"),
         help="a chunk's final partial record: pad it with the pad id, or drop it (counted)")
-    shard_bytes: int = flag(GIB, help="target TFRecord shard size in bytes")
+    shard_bytes: int = flag(GIB, help="target TFRecord shard size in bytes (and Megatron pair's "
+                                      ".bin size with --formats=...,megatron)")
+    formats: tuple[str, ...] = flag(
+        DEFAULT_FORMATS, help=f"output formats, comma list of {', '.join(FORMATS)}; tfrecord is "
+                              "always written (the manifest, verify and the trainer read it); "
+                              "megatron adds Megatron-Core indexed datasets, arrayrecord one "
+                              "ArrayRecord file per shard for Grain (docs/formats.md)")
     tokenizer_model: str | None = flag(
         None, help="existing SentencePiece model to apply (copied next to the shards); "
                    "default: train one on a sample of --input")
@@ -217,6 +269,9 @@ class PipelineConfig:
             object.__setattr__(self, "split", name)
             derived = " (taken from --output's name; pass --split=NAME)"
         require(self.seq_len >= 1, f"--seq_len must be >= 1, got {self.seq_len}")
+        object.__setattr__(self, "formats", tuple(self.formats))  # a manifest's JSON list too
+        problem = formats_problem(self.formats)
+        require(problem is None, problem or "")
         require(self.last_record in ("pad", "drop"),
                 f"--last_record must be pad or drop, got {self.last_record!r}")
         require(self.shard_bytes >= 64 * 1024,

@@ -109,3 +109,24 @@ def tokenizer_sample(doc: dict, path: str) -> str | None:
     _save(fig, path)
     return ("Text drawn per subset to train the tokenizer (equal shares, small subsets give all "
             "their text).")
+
+
+def cluster_sizes(near: dict, path) -> str | None:
+    """Near-duplicate clusters by size (``quality.near_dup.cluster_sizes``)."""
+    sizes = near.get("cluster_sizes") or {}
+    if not sizes:
+        return None
+    pairs = sorted((int(size), n) for size, n in sizes.items())
+    fig, ax = plt.subplots(figsize=(_WIDTH, 3.2))
+    labels = [str(size) for size, _ in pairs]
+    ax.bar(labels, [n for _, n in pairs], color="#4477aa")
+    for x, (_, n) in enumerate(pairs):
+        ax.annotate(f"{n:,}", (x, n), xytext=(0, 3), textcoords="offset points", ha="center",
+                    fontsize=8)
+    ax.set_xlabel("documents in the cluster (one kept, the others dropped)")
+    ax.set_ylabel("clusters")
+    if max(n for _, n in pairs) > 50 * min(n for _, n in pairs):
+        ax.set_yscale("log")  # a long tail of large clusters stays visible
+    ax.margins(y=0.15)
+    _save(fig, path)
+    return "Near-duplicate clusters by size: a cluster of n documents keeps one, drops n - 1."

@@ -14,21 +14,24 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
-import platform
 
 import apache_beam as beam
 
 from common import storage
 from common.errors import DataError, PilepackError
 from pipeline.config import PipelineConfig
+from pipeline.dataset.format_sections import megatron_section, pairs_problem
 from pipeline.dataset.quality_sections import quality_sections
+from pipeline.dataset.software import software_versions
 from pipeline.quality.decisions import QUALITY_DIR
 from pipeline.quality.doc_hash_files import DocHashFile
 from pipeline.quality.mixture import BeforeMixture
 from pipeline.read.stage import ReadStats
 from pipeline.tokenize import histogram
 from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
+from pipeline.write.arrayrecord import ArrayRecordFile, manifest_section
 from pipeline.write.dead_letters import DeadLetterFile
+from pipeline.write.megatron import PairInfo
 from pipeline.write.pack import PackStats
 from pipeline.write.parts import PartDocuments
 from pipeline.write.shard_plan import PARTS_DIR
@@ -80,6 +83,8 @@ class Summary:
     doc_hashes: list = dataclasses.field(default_factory=list)  # DocHashFile
     before: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)  # pre-mixture
     parts: dict[int, FileParts] = dataclasses.field(default_factory=dict)  # by file index
+    megatron: list = dataclasses.field(default_factory=list)  # PairInfo
+    arrayrecord: list = dataclasses.field(default_factory=list)  # ArrayRecordFile
 
     def add(self, item) -> None:
         if isinstance(item, EncodeStats):
@@ -92,6 +97,10 @@ class Summary:
             self._add_files([item])
         elif isinstance(item, DocHashFile):
             self.doc_hashes.append(item)
+        elif isinstance(item, PairInfo):
+            self.megatron.append(item)
+        elif isinstance(item, ArrayRecordFile):
+            self.arrayrecord.append(item)
         elif isinstance(item, BeforeMixture):
             merge_into(self.before, item.subsets)
         elif isinstance(item, PartDocuments):
@@ -113,6 +122,8 @@ class Summary:
         self.doc_hashes += other.doc_hashes
         merge_into(self.before, other.before)
         self._add_parts(other.parts)
+        self.megatron += other.megatron
+        self.arrayrecord += other.arrayrecord
 
     def _add_files(self, items) -> None:
         # A file's ReadStats come in parts (its lines from Read, each chunk's from Parse).
@@ -247,19 +258,9 @@ def check_documents_accounted(summary: Summary, *, inputs: list) -> None:
             f"the part files hold {parted:,} records, but the {len(summary.shards)} shards "
             f"reported {sharded:,}: a shard was lost or reported twice between its plan and the "
             f"manifest, {rerun}")
-
-
-def software_versions() -> dict:
-    import importlib.metadata as md
-
-    versions = {"python": platform.python_version()}
-    for package in ("pilepack", "apache-beam", "sentencepiece", "zstandard", "fsspec", "s3fs",
-                    "numpy", "google-crc32c"):
-        try:
-            versions[package] = md.version(package)
-        except md.PackageNotFoundError:
-            versions[package] = "not installed"
-    return versions
+    problem = pairs_problem(summary.megatron, copies=sum(p.copies for p in summary.parts.values()))
+    if problem:
+        raise DocumentsUnaccounted(f"{problem}, {rerun}")
 
 
 ENCODER_COUNTS = ("documents", "checked_documents", "mismatches", "fallback_chunks",
@@ -326,6 +327,9 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         "dead_letters": [d.to_json() for d in sorted(summary.dead_letters, key=lambda d: d.path)],
         **quality_sections(quality, files=summary.files, before=summary.before,
                            after=summary.subsets, hash_files=summary.doc_hashes),
+        "formats": list(config.formats),
+        **megatron_section(summary.megatron, formats=config.formats, vocab_size=spec.vocab_size),
+        **manifest_section(summary.arrayrecord, shards=shards, formats=config.formats),
         "config": config.to_json(),
         "software": software_versions(),
     }

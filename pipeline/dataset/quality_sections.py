@@ -2,8 +2,9 @@
 
 * ``doc_hashes`` (every split): the hash files of its written documents
   (``pipeline.quality.doc_hash_files``).
-* ``quality`` (``--dedup``, ``--exclude_docs_from``): normalization and digest, the sources,
-  how many distinct hashes they held, and the documents removed per reason and subset.
+* ``quality`` (``--dedup``, ``--exclude_docs_from``, ``--decontaminate``): normalization and
+  digest, the sources, how many distinct hashes they held, the documents removed per reason
+  and subset, and ``decontamination``: the n-gram scan's counts per evaluation set and subset.
 * ``mixture`` (``--subset_weights``, ``--subset_tokens``): per subset the weight applied,
   documents and tokens before and after, and the resulting token share.
 * ``shuffle`` (``--shuffle=global``): the seed and the permutation's algorithm.
@@ -36,7 +37,7 @@ def quality_sections(run, *, files, before: dict, after: dict, hash_files: list)
         out["doc_hashes"] = doc_hashes.manifest_entry(hash_files)
     if run is None:
         return out
-    if run.dedup == "exact" or run.exclude_docs_from:
+    if run.dedup != "off" or run.exclude_docs_from or run.decontamination:
         out["quality"] = {
             "normalization": doc_hash.NORMALIZATION,
             "digest": doc_hash.DIGEST,
@@ -47,6 +48,14 @@ def quality_sections(run, *, files, before: dict, after: dict, hash_files: list)
                                                  decisions.CONTAMINATED)),
             "prepass_seconds": run.prepass_seconds,
         }
+        if run.dedup == "near":
+            out["quality"]["removed"].update(
+                removed_by_subset(files, (decisions.NEAR_DUPLICATE,)))
+            out["quality"]["near_dup"] = run.near_dup
+        if run.decontamination:  # the pre-pass's scan: per evaluation set and subset
+            out["quality"]["removed"].update(
+                removed_by_subset(files, (decisions.DECONTAMINATED,)))
+            out["quality"]["decontamination"] = run.decontamination
     if run.mixture:
         seen = set(before) | set(after)
         out["mixture"] = {

@@ -4,9 +4,10 @@ Writes ``DIR/index.html`` and its PNG charts (matplotlib): documents, text and t
 ``pile_set_name``, bytes per token, histograms of document length and tokens per document,
 shard sizes against the target, padding, dead letters by reason (with links to their files),
 the tokenizer's fingerprint and training sample, and the data-quality sections when the
-manifest has them. The page is self-contained (relative links only) and every number on it is
-the manifest's, marked ``data-key`` so tests compare them. The manifest may be local or
-``s3://``; so may DIR. docs/observability.md explains each chart.
+manifest has them (near duplicates and contamination: ``pipeline.dataset.quality_report``).
+The page is self-contained (relative links only) and every number on it is the manifest's,
+marked ``data-key`` so tests compare them. The manifest may be local or ``s3://``; so may DIR.
+docs/observability.md explains each chart.
 """
 
 from __future__ import annotations
@@ -15,18 +16,10 @@ import html
 import io
 
 from common import storage
-from pipeline.dataset import charts
+from pipeline.dataset import charts, quality_report
+from pipeline.dataset.html_cells import cell as _cell
+from pipeline.dataset.html_cells import table as _table
 from schemas import manifest as manifest_lib
-
-
-def _cell(key: str, value, fmt: str = "{:,}") -> str:
-    text = fmt.format(value) if isinstance(value, (int, float)) else str(value)
-    return f'<td data-key="{html.escape(key)}">{html.escape(text)}</td>'
-
-
-def _table(rows: list[tuple[str, str]]) -> str:
-    return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th>{v}</tr>" for k, v in rows) + \
-        "</table>"
 
 
 def summary_rows(doc: dict) -> list[tuple[str, str]]:
@@ -100,7 +93,7 @@ def _render(doc: dict, *, put, dataset_url: str) -> str:
     chart("Dead letters", "dead_letters.png", charts.dead_letters, doc)
     sections.append(("Dead-letter files", dead_letter_rows(doc, dataset_url=dataset_url), None))
     chart("Tokenizer training sample", "tokenizer_sample.png", charts.tokenizer_sample, doc)
-    for title, body in extra_sections(doc):
+    for title, body in extra_sections(doc, put=put):
         sections.append((title, body, None))
     parts = []
     for title, body, image in sections:
@@ -109,21 +102,28 @@ def _render(doc: dict, *, put, dataset_url: str) -> str:
     return PAGE.format(split=html.escape(doc["split"]), body="\n".join(parts))
 
 
-def extra_sections(doc: dict) -> list[tuple[str, str]]:
-    """Sections for optional manifest blocks (data quality, encoder), as key/value tables."""
+def extra_sections(doc: dict, *, put) -> list[tuple[str, str]]:
+    """Sections for optional manifest blocks (data quality, encoder), as key/value tables;
+    the near-duplicate and contamination sections after data quality (charts via ``put``)."""
     found = []
     for key, title in (("quality", "Data quality"), ("mixture", "Mixture"),
                        ("encoder", "Encoder")):
         block = doc.get(key)
+        if key == "quality" and isinstance(block, dict):  # less its own sections' blocks
+            block = quality_report.generic_quality(block)
         if isinstance(block, dict) and block:
             found.append((title, _nested_table(block, prefix=key)))
+        if key == "quality":
+            found += quality_report.sections(doc, put=put)
     return found
 
 
 def _nested_table(block: dict, *, prefix: str) -> str:
     rows = []
     for name, value in sorted(block.items()):
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not value:  # e.g. a reason nothing was removed for
+            rows.append((name, "<td>none</td>"))
+        elif isinstance(value, dict):
             rows.append((name, f"<td>{_nested_table(value, prefix=f'{prefix}.{name}')}</td>"))
         else:
             rows.append((name, _cell(f"{prefix}.{name}", value)))

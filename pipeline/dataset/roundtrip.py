@@ -14,6 +14,8 @@ import numpy as np
 
 from common.errors import InputError
 from pipeline.config import ReadConfig
+from pipeline.dataset import arrayrecord_check
+from pipeline.dataset.megatron_files import matching_records
 from pipeline.dataset.quality_sections import roundtrip_refusal
 from pipeline.dataset.reader import iter_documents as iter_written_documents
 from pipeline.read.inputs import InputFile
@@ -72,6 +74,9 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False,
                      open_backend(encoder, model_proto=model, num_threads=0).backend)
     result = RoundTrip()
     decoded = iter_written_documents(dataset)
+    if "megatron" in dataset.doc:  # its documents too, against the records' (same order)
+        decoded = matching_records(decoded, dataset, problems=result.mismatches,
+                                   max_reports=max_reports)
     batch: list[tuple[str, int, str, object]] = []  # compared in order, encoded together
     batch_chars = 0
 
@@ -97,6 +102,7 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False,
     compare_batch()
     if next(decoded, None) is not None:
         result.mismatches.append("the shards hold more documents than the input")
+    result.mismatches += arrayrecord_check.check_files(dataset)  # the same records: documents
     return result
 
 

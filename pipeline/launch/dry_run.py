@@ -8,8 +8,10 @@ It lists the inputs, reads the start of up to 16 of them (evenly spaced;
   (built as ``--encoder`` builds it: ``auto`` takes gigatoken only when it encodes the model
   exactly) and bytes per token measured per subset; without one, ``ASSUMED_BYTES_PER_TOKEN``
   is assumed (and said so);
-* the data-quality options (``pipeline.launch.dry_run_quality``): exact duplicates within the
-  sample, the mixture's copies (``--subset_weights``, ``--subset_tokens``), the pre-pass's time;
+* the data-quality options (``pipeline.launch.dry_run_drops``, ``dry_run_quality``): exact
+  and near duplicates within the sample (a lower bound), documents holding evaluation n-grams
+  (``--decontaminate``: the evaluation sets are read here), the mixture's copies
+  (``--subset_weights``, ``--subset_tokens``), the pre-pass's time;
 * records, shards and output bytes from the packing rules (``pipeline.write.pack``,
   ``pipeline.write.shard_plan``): exact for files read to their end, whose chunks are rebuilt
   and whose copies are the run's own draws;
@@ -32,18 +34,24 @@ import re
 from common.errors import ConfigError
 from pipeline.config import PipelineConfig
 from pipeline.config.mixture_weights import parse_budgets
+from pipeline.launch.dry_run_drops import SampleDrops, sample_drops
 from pipeline.launch.dry_run_figures import Figures, Packing, run_figures, summed
 from pipeline.launch.dry_run_quality import (
     PrepassCost,
     Weights,
     budget_weights,
-    duplicate_lines,
     flag_weights,
     prepass_cost,
 )
 from pipeline.launch.dry_run_rates import RATES_PATH, Rate, load_rate
 from pipeline.launch.dry_run_report import report
-from pipeline.launch.dry_run_sample import FileSample, sample_file, sampled_indices
+from pipeline.launch.dry_run_sample import (
+    FileSample,
+    SampleChecks,
+    sample_file,
+    sampled_indices,
+)
+from pipeline.quality.decisions import DUPLICATE
 from pipeline.quality.mixture import mixture_table
 from pipeline.read.inputs import InputFile
 
@@ -157,7 +165,11 @@ class Estimate:
     input_bytes: int
     text_bytes: float  # of the documents read (the selected subsets)
     documents: float  # read
-    duplicates: float  # of those, dropped as exact duplicates (--dedup=exact; else 0)
+    duplicates: float  # of those, dropped as exact duplicates (--dedup; else 0)
+    dropped: dict  # reason -> documents the pre-pass drops (duplicates among them)
+    drops: SampleDrops  # what the sample itself showed (near dedup, contamination)
+    sampled_documents: int
+    sampled_text_bytes: int
     written_documents: float  # copies counted, as the manifest's totals.documents
     written_text_bytes: float  # as totals.text_bytes
     tokens: float  # label positions written, as totals.tokens: document tokens + one EOS each
@@ -180,22 +192,23 @@ class Estimate:
 
 
 def _quality_figures(samples: list[FileSample], *, inputs: list[InputFile],
-                     config: PipelineConfig) -> tuple[list[Figures], Weights]:
-    """Each file's figures with dedup and the mixture applied, and the weights used."""
-    duplicates = duplicate_lines(samples) if config.quality.dedup == "exact" else {}
+                     config: PipelineConfig) -> tuple[list[Figures], Weights, SampleDrops]:
+    """Each file's figures with the pre-pass's drops and the mixture applied, the weights
+    used, and the drops in the sample."""
+    drops = sample_drops(samples, config=config)
     packing = Packing(seq_len=config.seq_len, last_record=config.last_record,
                       chunk_bytes=config.read.chunk_bytes)
     weights = flag_weights(config)
-    figures = run_figures(samples, inputs=inputs, duplicates=duplicates,
+    figures = run_figures(samples, inputs=inputs, drops=drops.reasons,
                           weights=weights.weights, seed=config.training.seed, packing=packing)
     if config.quality.subset_tokens:  # the budgets need the kept tokens first
         kept = {name: counts.tokens for name, counts in summed(figures).before.items()}
         exact = len(inputs) == sum(s.complete for s in samples)
         weights = budget_weights(config, tokens=kept, exact=exact)
-        figures = run_figures(samples, inputs=inputs, duplicates=duplicates,
+        figures = run_figures(samples, inputs=inputs, drops=drops.reasons,
                               weights=weights.weights, seed=config.training.seed,
                               packing=packing)
-    return figures, weights
+    return figures, weights, drops
 
 
 def _layout(total: Figures, *, config: PipelineConfig, vocab_size: int) -> dict:
@@ -241,7 +254,7 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
              rate: Rate) -> Estimate:
     """Extrapolate ``samples`` (of some of ``inputs``) to the whole run (``tokenized``: the
     samples' token counts were measured with the model, not assumed)."""
-    figures, weights = _quality_figures(samples, inputs=inputs, config=config)
+    figures, weights, drops = _quality_figures(samples, inputs=inputs, config=config)
     total = summed(figures)
     written = total.written()
     table = mixture_table(
@@ -257,7 +270,10 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
     return Estimate(
         files=len(inputs), sampled_files=len(samples),
         complete_files=sum(s.complete for s in samples), input_bytes=sum(f.bytes for f in inputs),
-        text_bytes=total.text, documents=total.documents, duplicates=total.duplicates,
+        text_bytes=total.text, documents=total.documents,
+        duplicates=total.dropped.get(DUPLICATE, 0.0), dropped=dict(sorted(total.dropped.items())),
+        drops=drops, sampled_documents=sum(s.documents for s in samples),
+        sampled_text_bytes=sum(s.text_bytes for s in samples),
         written_documents=written.documents, written_text_bytes=written.text,
         tokens=written.tokens + written.documents, tokens_read=total.tokens + total.documents,
         subsets=table, weights=weights,
@@ -266,6 +282,26 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
         chunks=total.chunks, **_layout(total, config=config, vocab_size=vocab_size),
         **_timing(figures, samples, config=config, cluster=cluster, rate=rate),
         backend=backend, rate=rate)
+
+
+def sample_checks(config: PipelineConfig, inputs: list[InputFile]) -> SampleChecks:
+    """The per-document checks the run's quality options need: MinHash options
+    (``--dedup=near``), the evaluation sets' n-grams (``--decontaminate``: every evaluation
+    file read here, as the pre-pass's workers read them)."""
+    from pipeline.quality import decontaminate, eval_sets
+    from pipeline.quality.near_dup import NearDupOptions
+
+    options = config.quality
+    near = (NearDupOptions.from_config(options).minhash if options.dedup == "near" else None)
+    if not options.decontaminate:
+        return SampleChecks(minhash=near)
+    files = eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
+                              inputs=inputs)
+    parts = [decontaminate.file_ngrams(f, n=options.decontaminate_ngram) for f in files]
+    eval_set, _ = decontaminate.build_eval_set(parts, n=options.decontaminate_ngram,
+                                               names=options.decontaminate)
+    return SampleChecks(minhash=near, eval_set=eval_set,
+                        redact=options.decontaminate_mode == "redact")
 
 
 def dry_run_split(config: PipelineConfig, beam_args: list[str], *,
@@ -283,7 +319,8 @@ def dry_run_split(config: PipelineConfig, beam_args: list[str], *,
         vocab_size = parse_model(model, source=config.tokenizer_model).get_piece_size()
     backend, encoder = probe_backend(config, model)
     rate = load_rate(backend.name, path=rates_path)
-    samples = [sample_file(inputs[i], config=config.read, encoder=encoder)
+    checks = sample_checks(config, inputs)
+    samples = [sample_file(inputs[i], config=config.read, encoder=encoder, checks=checks)
                for i in sampled_indices(len(inputs))]
     cluster = cluster_from_options(config, beam_args)
     est = estimate(samples, inputs=inputs, config=config, vocab_size=vocab_size,

@@ -1,17 +1,18 @@
 """What a run would read and write, from the dry run's samples: per input file, then summed.
 
 A file read to its end (``FileSample.complete``) is counted as the run counts it: its sampled
-documents are its documents; those marked as exact duplicates drop; each other one gets the
-run's own number of copies (``pipeline.quality.mixture.repeat_count``, drawn from the seed,
-the file and the line, so the same draws as the run's); each chunk is packed epoch by epoch
+documents are its documents; those the pre-pass drops (``pipeline.launch.dry_run_drops``:
+duplicates, near duplicates, decontaminated) drop; each other one gets the run's own number
+of copies (``pipeline.quality.mixture.repeat_count``, drawn from the seed, the file and the
+line, so the same draws as the run's); each chunk is packed epoch by epoch
 (``pipeline.write.pack.epochs``) into ``ceil`` (``--last_record=pad``) or ``floor`` (drop) of
 its label positions over ``seq_len`` records. Every figure is then exact.
 
 Any other file is extrapolated per byte of text from its own sample (or, when it was not
-sampled, from all samples pooled): the share of duplicates the sample holds, each subset's
-documents, text and tokens, and the mixture's *expected* copies (the weight) instead of draws;
-records are label positions over ``seq_len`` plus half a record per chunk and epoch (the mean
-effect of a partial last record).
+sampled, from all samples pooled): the share of each drop reason the sample holds, each
+subset's documents, text and tokens, and the mixture's *expected* copies (the weight) instead
+of draws; records are label positions over ``seq_len`` plus half a record per chunk and epoch
+(the mean effect of a partial last record).
 """
 
 from __future__ import annotations
@@ -47,15 +48,17 @@ class Figures:
     text: float = 0.0  # text bytes of the documents read (selected subsets)
     documents: float = 0.0  # read
     tokens: float = 0.0  # of the documents read
-    duplicates: float = 0.0  # documents dropped as exact duplicates (--dedup=exact)
+    dropped: dict = dataclasses.field(default_factory=dict)  # reason -> documents (pre-pass)
     chunks: float = 0.0
     records: float = 0.0
     before: dict = dataclasses.field(default_factory=dict)  # subset -> Counts kept, once each
     after: dict = dataclasses.field(default_factory=dict)  # subset -> Counts written (copies)
 
     def add(self, other: "Figures") -> None:
-        for name in ("text", "documents", "tokens", "duplicates", "chunks", "records"):
+        for name in ("text", "documents", "tokens", "chunks", "records"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for reason, count in other.dropped.items():
+            self.dropped[reason] = self.dropped.get(reason, 0.0) + count
         for mine, theirs in ((self.before, other.before), (self.after, other.after)):
             for subset, counts in theirs.items():
                 mine.setdefault(subset, Counts()).add(counts)
@@ -77,16 +80,19 @@ class Packing:
     chunk_bytes: int
 
 
-def exact_figures(sample: FileSample, *, duplicates: frozenset, weights: dict, seed: int,
+def exact_figures(sample: FileSample, *, drops: dict, weights: dict, seed: int,
                   packing: Packing) -> Figures:
-    """A file read to its end, counted as the run counts it (see the module docstring)."""
+    """A file read to its end, counted as the run counts it (see the module docstring);
+    ``drops``: line -> reason of its documents the pre-pass drops."""
     fig = Figures(text=sample.text_bytes, documents=sample.documents, tokens=sample.tokens)
     rounding = math.ceil if packing.last_record == "pad" else math.floor
     for _, docs in itertools.groupby(sample.docs, key=lambda doc: doc.chunk):
         docs = list(docs)
-        kept = [doc for doc in docs if doc.line not in duplicates]
+        kept = [doc for doc in docs if doc.line not in drops]
         fig.chunks += 1
-        fig.duplicates += len(docs) - len(kept)
+        for doc in docs:
+            if doc.line in drops:
+                fig.dropped[drops[doc.line]] = fig.dropped.get(drops[doc.line], 0) + 1
         copies = [repeat_count(weights, subset=doc.subset, seed=seed,
                                file_index=sample.file.index, line=doc.line)
                   for doc in kept] if weights else []
@@ -107,13 +113,13 @@ class Profile:
     lines_per_text: float = 1.0  # bytes of JSON lines per byte of text (chunks are cut by them)
     documents: float = 0.0
     tokens: float = 0.0
-    duplicates: float = 0.0
+    dropped: dict = dataclasses.field(default_factory=dict)  # reason -> documents
     kept: dict = dataclasses.field(default_factory=dict)  # subset -> Counts
 
 
-def profile(samples: list[FileSample], *, duplicates: dict) -> Profile:
-    """The per-text-byte figures of ``samples`` together (``duplicates``: file index ->
-    lines of sampled documents that drop as duplicates)."""
+def profile(samples: list[FileSample], *, drops: dict) -> Profile:
+    """The per-text-byte figures of ``samples`` together (``drops``: file index -> {line:
+    reason} of sampled documents the pre-pass drops)."""
     text = sum(s.text_bytes for s in samples)
     result = Profile()
     if not text:
@@ -125,10 +131,11 @@ def profile(samples: list[FileSample], *, duplicates: dict) -> Profile:
     result.documents = sum(s.documents for s in samples) / text
     result.tokens = sum(s.tokens for s in samples) / text
     for s in samples:
-        dropped = duplicates.get(s.file.index, frozenset())
+        dropped = drops.get(s.file.index, {})
         for doc in s.docs:
             if doc.line in dropped:
-                result.duplicates += 1 / text
+                reason = dropped[doc.line]
+                result.dropped[reason] = result.dropped.get(reason, 0.0) + 1 / text
             else:
                 result.kept.setdefault(doc.subset, Counts()).add(
                     Counts(1, doc.text_bytes, doc.tokens), 1 / text)
@@ -141,7 +148,7 @@ def extrapolated_figures(file: InputFile, shape: Profile, *, weights: dict,
     samples), with the mixture's expected copies."""
     text = file.bytes * shape.text_per_input_byte
     fig = Figures(text=text, documents=text * shape.documents, tokens=text * shape.tokens,
-                  duplicates=text * shape.duplicates)
+                  dropped={reason: text * v for reason, v in shape.dropped.items()})
     # Chunks are cut by the bytes of their lines (JSON), not of their text.
     fig.chunks = math.ceil(text * shape.lines_per_text / packing.chunk_bytes) if text else 0
     packs = 1
@@ -157,20 +164,21 @@ def extrapolated_figures(file: InputFile, shape: Profile, *, weights: dict,
     return fig
 
 
-def run_figures(samples: list[FileSample], *, inputs: list[InputFile], duplicates: dict,
+def run_figures(samples: list[FileSample], *, inputs: list[InputFile], drops: dict,
                 weights: dict, seed: int, packing: Packing) -> list[Figures]:
-    """Each input file's figures, in input order (see the module docstring)."""
+    """Each input file's figures, in input order (see the module docstring; ``drops``: as
+    ``profile``'s)."""
     by_path = {s.file.path: s for s in samples}
-    pooled = profile(samples, duplicates=duplicates)
+    pooled = profile(samples, drops=drops)
     figures = []
     for file in inputs:
         sample = by_path.get(file.path)
         if sample is not None and sample.complete:
             figures.append(exact_figures(
-                sample, duplicates=duplicates.get(file.index, frozenset()), weights=weights,
+                sample, drops=drops.get(file.index, {}), weights=weights,
                 seed=seed, packing=packing))
             continue
-        shape = (profile([sample], duplicates=duplicates) if sample is not None
+        shape = (profile([sample], drops=drops) if sample is not None
                  and sample.text_bytes else pooled)
         figures.append(extrapolated_figures(file, shape, weights=weights, packing=packing))
     return figures

@@ -1,16 +1,17 @@
-"""The data-quality options in ``--dry_run``: exact duplicates, mixture weights, the pre-pass.
+"""The data-quality options in ``--dry_run``: mixture weights, the pre-pass's time.
 
-* ``--dedup=exact``: the sampled documents are hashed as the pre-pass hashes them
-  (``pipeline.quality.doc_hash``) and, in (input file, line) order, every one whose hash came
-  before drops, as the pre-pass keeps the lowest (file, line). Only duplicates *within the
-  sample* are seen: exact when every file is read to its end, a lower bound otherwise.
+* ``--dedup``, ``--decontaminate``: which sampled documents drop, and why, is
+  ``pipeline.launch.dry_run_drops`` (duplicates within the sample only: a lower bound).
 * ``--subset_weights``: the run's weights (``pipeline.config.mixture_weights``);
   ``--subset_tokens``: ``budget / tokens`` with the tokens of the kept documents estimated from
   the sample, as the pre-pass counts them (``pipeline.quality.mixture.weights_from_budgets``).
-* The pre-pass (``--dedup=exact``, ``--exclude_docs_from`` or ``--subset_tokens``) reads every
-  input file once more, hashes its documents and, for a budget, tokenizes them: its CPU time is
-  the sample's own, measured while sampling, per byte of text; its wall time assumes a file per
-  core (the pre-pass reads each file on one worker).
+* The pre-pass (``--dedup``, ``--exclude_docs_from``, ``--decontaminate`` or
+  ``--subset_tokens``) reads every input file once more, hashes its documents, for
+  ``--dedup=near`` signs them (MinHash), for ``--decontaminate`` looks their n-grams up and,
+  for a budget, tokenizes them: its CPU time is the sample's own, measured while sampling, per
+  byte of text; its wall time assumes a file per core (the pre-pass reads each file on one
+  worker). Not included: near dedup's banding and components (shuffles of the signatures),
+  reading the evaluation sets.
 * ``--exclude_docs_from``: what it removes is not estimated (0 assumed; said so), nor the
   time to read its sources.
 """
@@ -22,20 +23,6 @@ import dataclasses
 from pipeline.config import PipelineConfig, mixture_weights
 from pipeline.launch.dry_run_sample import FileSample
 from pipeline.quality import mixture
-
-
-def duplicate_lines(samples: list[FileSample]) -> dict[int, frozenset]:
-    """Input file index -> lines of its sampled documents that drop as exact duplicates of an
-    earlier sampled one (lowest (file, line) kept)."""
-    seen, dropped = set(), {}
-    for sample in sorted(samples, key=lambda s: s.file.index):
-        lines = []
-        for doc in sample.docs:
-            if doc.digest in seen:
-                lines.append(doc.line)
-            seen.add(doc.digest)
-        dropped[sample.file.index] = frozenset(lines)
-    return dropped
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,8 +65,8 @@ def budget_weights(config: PipelineConfig, *, tokens: dict[str, float],
 def prepass_runs(config: PipelineConfig) -> bool:
     """Whether the run starts with the quality pre-pass (``pipeline.quality.prepare``)."""
     options = config.quality
-    return options.dedup == "exact" or bool(options.exclude_docs_from) or bool(
-        options.subset_tokens)
+    return options.dedup != "off" or bool(options.exclude_docs_from) or bool(
+        options.subset_tokens) or bool(options.decontaminate)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,8 +85,12 @@ def prepass_cost(samples: list[FileSample], *, config: PipelineConfig, file_text
         return None
     text = sum(s.text_bytes for s in samples) or 1
     per_byte = {"read": sum(s.read_cpu for s in samples) / text}
-    if config.quality.dedup == "exact" or config.quality.exclude_docs_from:
+    if config.quality.dedup != "off" or config.quality.exclude_docs_from:
         per_byte["hash"] = sum(s.hash_cpu for s in samples) / text
+    if config.quality.dedup == "near":
+        per_byte["sign"] = sum(s.minhash_cpu for s in samples) / text
+    if config.quality.decontaminate:
+        per_byte["scan"] = sum(s.scan_cpu for s in samples) / text
     if config.quality.subset_tokens:
         per_byte["tokenize"] = (sum(s.encode_cpu for s in samples) / text
                                 if config.tokenizer_model or not tokenize_mb_per_cpu_second

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pipeline.config import PipelineConfig
 from pipeline.launch.dry_run_sample import ASSUMED_BYTES_PER_TOKEN, SAMPLE_TEXT_BYTES
+from pipeline.quality.decisions import DECONTAMINATED, NEAR_DUPLICATE
 
 
 def _size(n: float) -> str:
@@ -31,17 +32,69 @@ def _exactness(est) -> str:
             "(counted exactly); the rest extrapolated per byte of text" + assumed)
 
 
+def _duplicates_how(est) -> str:
+    if est.complete_files == est.files:
+        return "counted as the run counts them (every input file was read to its end)"
+    share = est.sampled_text_bytes / max(1, est.text_bytes)
+    return ("an ESTIMATE from the sample, and a LOWER BOUND: only duplicates within the sample "
+            "are seen (a copy past the sampled start of a file, or in a file not sampled, is "
+            f"not; the sample is {share:.1%} of the text, and copies spread evenly over the "
+            "input would be seen about that often), while every sampled document dropped "
+            "here the run drops too")
+
+
+def dedup_lines(est, *, config: PipelineConfig) -> list[str]:
+    """--dedup: exact, then near duplicates, and how they were found."""
+    if config.quality.dedup == "off":
+        return []
+    options = config.quality
+    share = est.duplicates / max(1, est.documents)
+    lines = [f"--dedup={options.dedup}: exact duplicates drop ~ {est.duplicates:,.0f} "
+             f"documents ({share:.1%} of those read; pipeline.quality.doc_hash, lowest (file, "
+             f"line) kept); {_duplicates_how(est)}"]
+    near = est.drops.near
+    if near is not None:
+        count = est.dropped.get(NEAR_DUPLICATE, 0.0)
+        sizes = ", ".join(f"{n:,} of {size}" for size, n in near.cluster_sizes.items())
+        lines.append(
+            f"--dedup=near: near duplicates drop ~ {count:,.0f} more documents "
+            f"({count / max(1, est.documents):.1%} of those read): within the sample, "
+            f"{near.documents:,} exact survivors signed (MinHash, --minhash_perm="
+            f"{options.minhash_perm}, --shingle_words={options.shingle_words}), "
+            f"{near.candidate_pairs:,} candidate pairs from --minhash_bands="
+            f"{options.minhash_bands}, {near.verified_pairs:,} verified at Jaccard >= "
+            f"{options.near_dup_threshold:g}, clusters {sizes or 'none'}; "
+            f"{_duplicates_how(est)}")
+    return lines
+
+
+def decontamination_lines(est, *, config: PipelineConfig) -> list[str]:
+    """--decontaminate: documents dropped (and redacted), per evaluation set."""
+    found = est.drops.contamination
+    if found is None:
+        return []
+    options = config.quality
+    count = est.dropped.get(DECONTAMINATED, 0.0)
+    per_set = ", ".join(f"{name} {n:,}" for name, n in found.per_set.items())
+    line = (f"--decontaminate ({options.decontaminate_mode}, "
+            f"{options.decontaminate_ngram}-grams): ~ {count:,.0f} documents drop "
+            f"({count / max(1, est.documents):.1%} of those read); sampled documents holding "
+            f"n-grams of each evaluation set: {per_set}")
+    if options.decontaminate_mode == "redact":
+        redacted = found.redacted / max(1, est.sampled_documents) * est.documents
+        line += (f"; ~ {redacted:,.0f} more are redacted and kept ({found.spans:,} spans, "
+                 f"{found.characters:,} characters cut in the sample; the text and token "
+                 "figures below do NOT take the cuts off)")
+    how = ("counted exactly (every input file was read to its end)"
+           if est.complete_files == est.files else
+           "an ESTIMATE from the sample, document by document (not a bound: as good as the "
+           "sampled starts of the files are like the rest)")
+    return [f"{line}; {how}"]
+
+
 def quality_lines(est, *, config: PipelineConfig) -> list[str]:
     """Dedup, contamination and mixture: what each changes, and how it was estimated."""
-    lines = []
-    if config.quality.dedup == "exact":
-        share = est.duplicates / max(1, est.documents)
-        how = ("counted exactly" if est.complete_files == est.files else "extrapolated per "
-               "file; only duplicates within the sample are seen, so the whole input may hold "
-               "more: a lower bound")
-        lines.append(f"--dedup=exact drops ~ {est.duplicates:,.0f} documents ({share:.1%} of "
-                     "those read): exact duplicates (pipeline.quality.doc_hash) among the "
-                     f"sampled documents, lowest (file, line) kept; {how}")
+    lines = [*decontamination_lines(est, config=config), *dedup_lines(est, config=config)]
     if config.quality.exclude_docs_from:
         lines.append("--exclude_docs_from: what it removes is NOT estimated (none assumed), "
                      "nor the time to read its sources; the pre-pass's time over the input is")
@@ -70,7 +123,11 @@ def compute_lines(est, *, config: PipelineConfig, cluster) -> list[str]:
             "tokenized, and not in this figure" if est.weights.how else "")),
     ]
     if est.prepass is not None:
-        work = "read, hash, tokenize" if config.quality.subset_tokens else "read, hash"
+        options = config.quality
+        work = ", ".join(name for name, used in (
+            ("read", True), ("hash", options.dedup != "off" or options.exclude_docs_from),
+            ("sign", options.dedup == "near"), ("scan n-grams", options.decontaminate),
+            ("tokenize", options.subset_tokens)) if used)
         lines.append(f"quality pre-pass ({work} every input once more, before the run) ~ "
                      f"{est.prepass.core_hours:,.3g} core-hours, wall ~ "
                      f"{_duration(est.prepass.wall_hours)}: {est.prepass.how}")
@@ -97,7 +154,7 @@ def report(est, *, split: str, config: PipelineConfig, cluster) -> list[str]:
     else:
         tokens_how = (f"ASSUMED {ASSUMED_BYTES_PER_TOKEN} text bytes per document token, "
                       "English web text; give --tokenizer_model to measure")
-    changed = bool(est.weights.how) or config.quality.dedup == "exact"  # tokens written != read
+    changed = bool(est.weights.how) or bool(est.dropped)  # tokens written != read
     lines = [
         (f"{est.files} input file(s), {_size(est.input_bytes)}; read the first "
          f"{SAMPLE_TEXT_BYTES >> 20} MiB of text of {est.sampled_files} of them "

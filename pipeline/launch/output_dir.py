@@ -109,9 +109,11 @@ def _strings(value) -> list[str]:
 
 
 def _listed(manifest: dict) -> set[str]:
-    """The files a (replaced) manifest lists: its shards, dead letters and document hashes."""
+    """The files a (replaced) manifest lists: its shards, dead letters, document hashes and
+    ArrayRecord files."""
     entries = [*_entries(manifest.get("shards")), *_entries(manifest.get("dead_letters")),
-               *_entries((manifest.get("doc_hashes") or {}).get("files"))]
+               *_entries((manifest.get("doc_hashes") or {}).get("files")),
+               *_entries((manifest.get("arrayrecord") or {}).get("files"))]
     return {e["path"] for e in entries if isinstance(e.get("path"), str)
             and "/.." not in "/" + e["path"] and not e["path"].startswith("/")}
 

@@ -26,8 +26,12 @@ QUALITY_DIR = ".quality"
 TOTALS_NAME = "totals.json"
 DUPLICATE = "duplicate"
 CONTAMINATED = "contaminated"
+NEAR_DUPLICATE = "near_duplicate"
+DECONTAMINATED = "decontaminated"  # --decontaminate: holds an evaluation n-gram (drop)
+REDACTED = "redacted"  # --decontaminate_mode=redact: kept, its evaluation n-grams cut by Parse
 MIXTURE = "mixture"  # a repeat count of 0 (pipeline.quality.mixture); decided by Parse
-REASON_CODES = {DUPLICATE: 1, CONTAMINATED: 2}
+REASON_CODES = {DUPLICATE: 1, CONTAMINATED: 2, NEAR_DUPLICATE: 3, DECONTAMINATED: 4,
+                REDACTED: 5}
 _REASONS = {code: reason for reason, code in REASON_CODES.items()}
 
 
@@ -36,8 +40,12 @@ def decision_path(directory: str, file_index: int) -> str:
 
 
 def write_decisions(drops, *, directory: str, file_index: int) -> str:
-    """``drops``: (line, reason) pairs of one input file, in any order; written sorted."""
+    """``drops``: (line, reason) pairs of one input file, in any order; written sorted. A
+    line both ``redacted`` and dropped (a duplicate of another document, say) drops."""
     rows = sorted(drops)
+    if any(reason == REDACTED for _, reason in rows):
+        dropped = {line for line, reason in rows if reason != REDACTED}
+        rows = [row for row in rows if row[1] != REDACTED or row[0] not in dropped]
     for (line, _), (following, _) in zip(rows, rows[1:]):
         if line == following:
             raise ValueError(f"input file {file_index}: line {line} decided twice")

@@ -27,7 +27,7 @@ class ExclusionSources:
         return bool(self.hash_files or self.raw_files)
 
 
-def _manifest_path(source: str) -> str | None:
+def manifest_path(source: str) -> str | None:
     """The manifest a source names, or None when it is raw input."""
     if source.endswith(manifest_schema.MANIFEST_NAME):
         return source
@@ -77,7 +77,7 @@ def resolve(sources: tuple[str, ...], *, inputs: list[InputFile],
     hash_files: list[str] = []
     raw: list[InputFile] = []
     for source in sources:
-        manifest = _manifest_path(source)
+        manifest = manifest_path(source)
         if manifest is not None:
             if storage.dirname(manifest).rstrip("/") == output.rstrip("/"):
                 raise ConfigError(f"--exclude_docs_from {source} is this run's own --output")

@@ -3,7 +3,7 @@ the main pipeline its constructor arguments (``QualityRun``).
 
 ``resolve`` runs before anything is written (a wrong ``--exclude_docs_from`` fails in
 seconds); ``prepare`` runs after the tokenizer is ready. The pre-pass (``pipeline.quality.prepass``)
-runs only when it has work: ``--dedup=exact``, ``--exclude_docs_from`` or ``--subset_tokens``;
+runs only when it has work: ``--dedup``, ``--exclude_docs_from`` or ``--subset_tokens``;
 ``--subset_weights`` alone needs none (each document's repeats follow from its subset, the
 seed and its position).
 """
@@ -18,9 +18,11 @@ from collections.abc import Callable
 from common import storage
 from pipeline.config import PipelineConfig, mixture_weights
 from pipeline.quality import decisions as quality_files
-from pipeline.quality import mixture
+from pipeline.quality import eval_sets, mixture
+from pipeline.quality.decontaminate import DecontaminateOptions, read_report
 from pipeline.quality.exclusion import ExclusionSources
 from pipeline.quality.exclusion import resolve as resolve_sources
+from pipeline.quality.near_dup import NearDupOptions
 from pipeline.quality.selection import Selection
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,8 @@ class QualityRun:
     dedup: str = "off"
     exclude_docs_from: tuple[str, ...] = ()
     excluded_hashes: int = 0  # distinct hashes found in --exclude_docs_from
+    near_dup: dict = dataclasses.field(default_factory=dict)  # --dedup=near: options, stats
+    decontamination: dict = dataclasses.field(default_factory=dict)  # --decontaminate's report
     mixture: str = ""  # "", "pile-v1", "weights" or "tokens"
     weights: dict = dataclasses.field(default_factory=dict)
     budgets: dict = dataclasses.field(default_factory=dict)
@@ -44,8 +48,21 @@ class QualityRun:
 
 
 def resolve(config: PipelineConfig, inputs) -> ExclusionSources:
-    """Check ``--exclude_docs_from`` against the inputs and output (no data is read)."""
+    """Check ``--exclude_docs_from`` against the inputs and output, and that every
+    ``--decontaminate`` file exists (no data is read)."""
+    _decontaminate_options(config, inputs)
     return resolve_sources(config.quality.exclude_docs_from, inputs=inputs, output=config.output)
+
+
+def _decontaminate_options(config: PipelineConfig, inputs) -> DecontaminateOptions | None:
+    options = config.quality
+    if not options.decontaminate:
+        return None
+    files = eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
+                              inputs=inputs)
+    return DecontaminateOptions(files=files, names=options.decontaminate,
+                                n=options.decontaminate_ngram, mode=options.decontaminate_mode,
+                                field=options.decontaminate_field)
 
 
 def _mixture_source(value: str) -> str:
@@ -73,10 +90,12 @@ def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, mo
     (p | "ListInputs" >> beam.Create(inputs)
      | "FindDrops" >> FindDrops(
          config=config.read, paths=tuple(f.path for f in inputs), directory=directory,
-         dedup=config.quality.dedup == "exact", fanout=fanout,
+         dedup=config.quality.dedup != "off", fanout=fanout,
          hash_files=sources.hash_files, raw_files=sources.raw_files,
          model_path=model_path if budgets else None, encoder=config.encoder,
-         num_threads=config.encoder_threads))
+         num_threads=config.encoder_threads,
+         near=NearDupOptions.from_config(config.quality) if config.quality.dedup == "near"
+         else None, decontaminate=_decontaminate_options(config, inputs)))
     if run_job is None:
         p.run().wait_until_finish()
     else:
@@ -99,22 +118,27 @@ def prepare(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_
                      mixture="tokens" if budgets else _mixture_source(options.subset_weights),
                      weights=weights, budgets=budgets, shuffle=options.shuffle, seed=seed)
     decisions = None
-    if options.dedup == "exact" or sources or budgets:
+    if options.dedup != "off" or sources or budgets or options.decontaminate:
         started = time.time()
         totals = run_prepass(config, inputs=inputs, sources=sources, model_path=model_path,
                              beam_args=beam_args, fanout=fanout, run_job=run_job)
         seconds = time.time() - started
         log.info("quality pre-pass: %.1f s, %d excluded hashes", seconds,
                  totals["excluded_hashes"])
-        if options.dedup == "exact" or sources:
+        if options.dedup != "off" or sources or options.decontaminate:
             decisions = storage.join(config.output, quality_files.QUALITY_DIR)
         if budgets:
             tokens = {name: row["tokens"] for name, row in totals["subsets"].items()}
             weights = mixture.weights_from_budgets(budgets, tokens)
         run = dataclasses.replace(run, excluded_hashes=totals["excluded_hashes"],
                                   prepass_subsets=totals["subsets"],
+                                  near_dup=totals.get("near_dup", {}),
+                                  decontamination=read_report(decisions) if options.decontaminate
+                                  else {},
                                   prepass_seconds=round(seconds, 3), weights=weights)
     selection = None
     if decisions or run.weights:
-        selection = Selection(decisions=decisions, weights=run.weights, seed=seed)
+        selection = Selection(decisions=decisions, weights=run.weights, seed=seed,
+                              redact=options.decontaminate_mode == "redact"
+                              and bool(options.decontaminate))
     return dataclasses.replace(run, selection=selection)

@@ -12,7 +12,10 @@ per-subset totals a token budget needs. A Beam pipeline of its own, run before t
 2. ``CoGroupByKey`` by hash: a shuffle keyed by hash, so no process ever holds the set of
    all hashes. Per hash: excluded -> every document drops (``contaminated``); else with
    ``--dedup=exact`` the lowest (file, line) is kept and the others drop (``duplicate``),
-   found in one streaming pass over the group.
+   found in one streaming pass over the group. With ``--dedup=near`` the survivors (with
+   their MinHash signatures, computed in ``KeyByHash``) go on to
+   ``pipeline.quality.near_dup.NearDuplicates``: its drops join the exact ones, and its
+   kept-count corrections the per-subset sums.
 3. The drops, grouped by input file, become one decision file per input file
    (``pipeline.quality.decisions``, every input file gets one); the kept documents' counts and
    tokens, summed per subset, become ``totals.json``.
@@ -30,22 +33,28 @@ import apache_beam as beam
 from common import storage
 from pipeline.config import ReadConfig
 from pipeline.quality import decisions as quality_files
-from pipeline.quality import doc_hash
+from pipeline.quality import doc_hash, minhash
+from pipeline.quality.decontaminate import Decontaminate, DecontaminateOptions
+from pipeline.quality.near_dup import NearDuplicates, NearDupOptions
 from pipeline.read.stage import Chunk, ReadDocuments
 
 EXCLUDED = "excluded"
 KEPT = "kept"
+SURVIVORS = "survivors"
+NEAR_DUP = "near_dup"
 
 
 class _KeyByHashFn(beam.DoFn):
-    """Chunk -> (hash, (file, line, subset, tokens)) per document."""
+    """Chunk -> (hash, (file, line, subset, tokens)) per document; with ``minhash``
+    (``--dedup=near``) the signature follows: (file, line, subset, tokens, signature)."""
 
     def __init__(self, *, model_path: str | None, encoder: str,
-                 num_threads: int, hashed: bool):
+                 num_threads: int, hashed: bool, minhash: minhash.MinHashOptions | None = None):
         self._model_path = model_path
         self._encoder_name = encoder
         self._num_threads = num_threads
         self._hashed = hashed
+        self._minhash = minhash
         self._backend = None
 
     def setup(self):
@@ -63,7 +72,11 @@ class _KeyByHashFn(beam.DoFn):
             [doc.text for doc in documents])] if self._backend else [0] * len(documents))
         for doc, tokens in zip(documents, counts):
             key = doc_hash.doc_hash(doc.text) if self._hashed else b""
-            yield key, (chunk.file_index, doc.line, doc.subset, tokens)
+            if self._minhash is None:
+                yield key, (chunk.file_index, doc.line, doc.subset, tokens)
+            else:
+                yield key, (chunk.file_index, doc.line, doc.subset, tokens,
+                            minhash.signature(doc.text, options=self._minhash))
 
 
 def _excluded_hashes(chunk: Chunk):
@@ -90,8 +103,9 @@ def _file_hashes(path: str):
 class _DecideFn(beam.DoFn):
     """(hash, {docs, excluded}) -> drops (file, (line, reason)); kept (subset, (1, tokens))."""
 
-    def __init__(self, *, dedup: bool):
+    def __init__(self, *, dedup: bool, near: bool = False):
         self._dedup = dedup
+        self._near = near
 
     def process(self, element):
         _, groups = element
@@ -113,6 +127,8 @@ class _DecideFn(beam.DoFn):
                 yield doc[0], (doc[1], quality_files.DUPLICATE)
         if best is not None:
             yield beam.pvalue.TaggedOutput(KEPT, (best[2], (1, best[3])))
+            if self._near:
+                yield beam.pvalue.TaggedOutput(SURVIVORS, best)
 
 
 def _sum_pairs(pairs):
@@ -124,15 +140,19 @@ def _sum_pairs(pairs):
 
 
 def _totals(rows) -> dict:
-    """Flattened ("subset", (name, (docs, tokens))) and ("excluded", n) rows -> totals.json."""
-    subsets, excluded = {}, 0
+    """Flattened ("subset", (name, (docs, tokens))), ("excluded", n) and ("near_dup", stats)
+    rows -> totals.json."""
+    subsets, excluded, near = {}, 0, None
     for kind, value in rows:
         if kind == EXCLUDED:
             excluded += value
+        elif kind == NEAR_DUP:
+            near = value
         else:
             name, (documents, tokens) = value
             subsets[name] = {"documents": documents, "tokens": tokens}
-    return {"subsets": dict(sorted(subsets.items())), "excluded_hashes": excluded}
+    totals = {"subsets": dict(sorted(subsets.items())), "excluded_hashes": excluded}
+    return totals if near is None else {**totals, NEAR_DUP: near}
 
 
 class FindDrops(beam.PTransform):
@@ -142,14 +162,20 @@ class FindDrops(beam.PTransform):
     the chunks over all workers after reading (``pipeline.launch.beam_options.fanout_enabled``);
     ``hash_files``/``raw_files``: the ``--exclude_docs_from`` sources
     (``pipeline.quality.exclusion``); ``dedup``: keep only the first of equal documents;
-    ``model_path``: count tokens of the kept documents (``--subset_tokens``), else None.
+    ``model_path``: count tokens of the kept documents (``--subset_tokens``), else None;
+    ``near``: also drop near-duplicates (``--dedup=near``; implies ``dedup``), else None;
+    ``decontaminate``: scan for evaluation n-grams first (``--decontaminate``), else None.
     """
 
     def __init__(self, *, config: ReadConfig, paths: tuple[str, ...], directory: str,
                  dedup: bool, fanout: bool = False,
                  hash_files: tuple[str, ...] = (), raw_files: tuple = (),
-                 model_path: str | None = None, encoder: str = "auto", num_threads: int = 0):
+                 model_path: str | None = None, encoder: str = "auto", num_threads: int = 0,
+                 near: NearDupOptions | None = None,
+                 decontaminate: DecontaminateOptions | None = None):
         super().__init__()
+        self._decontaminate = decontaminate
+        self._near = near
         self._config = config
         self._paths = tuple(paths)
         self._fanout = fanout
@@ -163,31 +189,39 @@ class FindDrops(beam.PTransform):
 
     @property
     def _decides(self) -> bool:
-        return self._dedup or bool(self._hash_files or self._raw_files)
+        return (self._dedup or bool(self._hash_files or self._raw_files)
+                or self._decontaminate is not None)
 
     def expand(self, files):
         directory = self._directory
         chunks = _read(files, "Read", config=self._config, paths=self._paths,
                        fanout=self._fanout)
+        scan_drops = []
+        if self._decontaminate is not None:  # its drops leave before hashing and counting
+            scanned = chunks | "Decontaminate" >> Decontaminate(
+                options=self._decontaminate, directory=directory)
+            chunks, scan_drops = scanned["chunks"], [scanned["drops"]]
         docs = chunks | "KeyByHash" >> beam.ParDo(_KeyByHashFn(
             model_path=self._model_path, encoder=self._encoder,
-            num_threads=self._num_threads, hashed=self._decides))
+            num_threads=self._num_threads, hashed=self._decides,
+            minhash=self._near.minhash if self._near else None))
+        rows = []
         if self._decides:
-            kept, excluded = self._decide(files, docs)
+            kept, excluded, rows = self._decide(files, docs, scan_drops)
         else:  # a token budget alone: every document is kept, nothing to group
             kept = docs | "AllKept" >> beam.Map(lambda kv: (kv[1][2], (1, kv[1][3])))
             excluded = files.pipeline | "NoExclusions" >> beam.Create([])
         sums = kept | "SumPerSubset" >> beam.CombinePerKey(_sum_pairs)
         return (
             (sums | "AsSubsetRows" >> beam.Map(lambda kv: ("subset", kv)),
-             excluded | "AsExcludedRows" >> beam.Map(lambda n: (EXCLUDED, n)))
+             excluded | "AsExcludedRows" >> beam.Map(lambda n: (EXCLUDED, n)), *rows)
             | "AllTotals" >> beam.Flatten()
             | "OneList" >> beam.combiners.ToList()
             | "WriteTotals" >> beam.Map(lambda rows: quality_files.write_totals(
                 _totals(rows), directory=directory))
         )
 
-    def _decide(self, files, docs):
+    def _decide(self, files, docs, scan_drops=()):
         p, directory = files.pipeline, self._directory
         everything = every_subset(self._config)
         from_files = (p | "ListHashFiles" >> beam.Create(self._hash_files)
@@ -201,19 +235,25 @@ class FindDrops(beam.PTransform):
         decided = (
             {"docs": docs, EXCLUDED: excluded}
             | "GroupByHash" >> beam.CoGroupByKey()
-            | "Decide" >> beam.ParDo(_DecideFn(dedup=self._dedup)).with_outputs(
-                KEPT, EXCLUDED, main="drops")
+            | "Decide" >> beam.ParDo(_DecideFn(dedup=self._dedup, near=bool(self._near)))
+            .with_outputs(KEPT, EXCLUDED, SURVIVORS, main="drops")
         )
+        drops, kept, rows = [decided.drops, *scan_drops], decided[KEPT], []
+        if self._near:
+            found = decided[SURVIVORS] | "NearDuplicates" >> NearDuplicates(options=self._near)
+            drops.append(found["drops"])
+            kept = (kept, found["kept"]) | "KeptAfterNear" >> beam.Flatten()
+            rows.append(found["stats"] | "AsNearRows" >> beam.Map(lambda s: (NEAR_DUP, s)))
         # Every input file gets a decision file, an empty one when nothing of it drops.
         every_file = files | "EveryFile" >> beam.Map(lambda f: (f.index, None))
         (
-            (decided.drops, every_file)
+            (*drops, every_file)
             | "AllDrops" >> beam.Flatten()
             | "GroupByInputFile" >> beam.GroupByKey()
             | "WriteDecisions" >> beam.MapTuple(lambda index, drops: quality_files.write_decisions(
                 (d for d in drops if d is not None), directory=directory, file_index=index))
         )
-        return decided[KEPT], decided[EXCLUDED] | "CountExcluded" >> beam.CombineGlobally(sum)
+        return kept, decided[EXCLUDED] | "CountExcluded" >> beam.CombineGlobally(sum), rows
 
 
 def every_subset(config: ReadConfig) -> ReadConfig:

@@ -2,10 +2,11 @@
 
 ``Selection.apply_chunk`` applies it to one chunk. A file's decision file
 (``pipeline.quality.decisions``) is loaded once per worker; a document listed there is filtered
-with its reason (``duplicate``, ``contaminated``). With mixture weights each remaining
-document gets its repeat count (``pipeline.quality.mixture``); a count of 0 is filtered as
-``mixture`` but stays in its chunk, so that it is tokenized once and counted in the mixture's
-"before" totals without being written. The chunk's ``ReadStats`` is corrected so that
+with its reason (``duplicate``, ``contaminated``, ...); one marked ``redacted`` is kept, its
+evaluation n-grams cut (``pipeline.quality.decontaminate.Redactor``). With mixture weights
+each remaining document gets its repeat count (``pipeline.quality.mixture``); a count of 0 is
+filtered as ``mixture`` but stays in its chunk, so that it is tokenized once and counted in the
+mixture's "before" totals without being written. The chunk's ``ReadStats`` is corrected so that
 ``read = written + filtered + rejected`` still holds, and counts each reason per subset.
 """
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline.quality import mixture
-from pipeline.quality.decisions import MIXTURE, Decisions
+from pipeline.quality.decisions import MIXTURE, REDACTED, Decisions
+from pipeline.quality.decontaminate import Redactor
 from pipeline.read.stage import Chunk, ReadStats
 
 
@@ -26,12 +28,19 @@ class Selection:
     decisions: str | None = None  # directory of the pre-pass's decision files
     weights: dict = dataclasses.field(default_factory=dict)  # epochs per subset; {}: none
     seed: int = 0
+    redact: bool = False  # --decontaminate_mode=redact: cut the ``redacted`` documents
+
+    def redactor(self) -> Redactor | None:
+        """The cut of ``redacted`` documents, loaded from the decision directory (call once
+        per worker, from ``DoFn.setup``), or None."""
+        return Redactor.load(self.decisions) if self.redact and self.decisions else None
 
     def apply_chunk(self, chunk: Chunk, stats: ReadStats, *,
-                    decisions: dict[int, Decisions]) -> Chunk | None:
+                    decisions: dict[int, Decisions],
+                    redactor: Redactor | None = None) -> Chunk | None:
         """One chunk with the selection applied (None: no document left); ``stats`` (the
         chunk's own counts) corrected to match. ``decisions``: a cache of loaded decision
-        files by input file index, filled as needed."""
+        files by input file index, filled as needed; ``redactor``: ``redactor()``'s."""
         found = None
         if self.decisions:
             found = decisions.get(chunk.file_index)
@@ -41,6 +50,10 @@ class Selection:
         kept, repeats = [], []
         for doc in chunk.documents:
             reason = found.reason(doc.line) if found is not None else None
+            if reason == REDACTED:  # kept, without its evaluation n-grams
+                text = redactor.redact(doc.text)
+                doc = dataclasses.replace(doc, text=text, text_bytes=len(text.encode("utf-8")))
+                reason = None
             if reason is None and self.weights:
                 count = mixture.repeat_count(self.weights, subset=doc.subset, seed=self.seed,
                                              file_index=chunk.file_index, line=doc.line)

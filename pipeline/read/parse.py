@@ -38,7 +38,10 @@ FILTER_REASONS = {
     "subset_excluded": "its pile_set_name is not selected by --include_subsets/--exclude_subsets",
     # Decided by the data-quality options (pipeline.quality.selection, docs/data-quality.md):
     "duplicate": "--dedup=exact: an equal document (after normalization) comes earlier",
+    "near_duplicate": "--dedup=near: a similar document (MinHash-LSH) comes earlier",
     "contaminated": "--exclude_docs_from: its hash is in another split or excluded file",
+    "decontaminated": "--decontaminate: it shares a word n-gram with an evaluation set (or is "
+                      "blank once they are cut)",
     "mixture": "--subset_weights/--subset_tokens gave it 0 copies",
 }
 

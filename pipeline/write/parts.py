@@ -16,11 +16,13 @@ from common import storage
 from pipeline.quality.mixture import BeforeMixture
 from pipeline.tokenize.subset_stats import summed
 from pipeline.write import progress
+from pipeline.write.megatron import write_document_part
 from pipeline.write.pack import PackedChunk
 from pipeline.write.shard_plan import PartInfo, part_path
 from schemas.records import TOKENS, RecordSpec, frame_examples
 
 CHUNK_STATS = "chunk_stats"
+DOCUMENT_PARTS = "document_parts"  # pipeline.write.megatron_plan.DocumentPartInfo
 SUBSET_METRICS = "pilepack.subsets"  # Beam counters "<pile_set_name>/<documents|bytes|tokens>"
 
 
@@ -76,6 +78,11 @@ class _WritePartFn(beam.DoFn):
                     beam.metrics.Metrics.counter(SUBSET_METRICS, f"{name}/{field}").inc(
                         getattr(stats, field))
         yield info
+        if chunk.document_tokens is not None:  # --formats=...,megatron
+            yield beam.pvalue.TaggedOutput(DOCUMENT_PARTS, write_document_part(
+                file_index=chunk.file_index, chunk_index=chunk.chunk_index, epoch=chunk.epoch,
+                tokens=chunk.document_tokens, lengths=chunk.document_lengths,
+                directory=self._directory))
         # Per-chunk statistics travel on to the manifest.
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, (chunk.stats, chunk.subsets))
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, PartDocuments(
@@ -86,7 +93,8 @@ class _WritePartFn(beam.DoFn):
 
 class WriteParts(beam.PTransform):
     """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: (PackStats, subsets),
-    PartDocuments and BeforeMixture}."""
+    PartDocuments and BeforeMixture, document_parts: DocumentPartInfo (chunks carrying their
+    documents)}."""
 
     def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int):
         super().__init__()
@@ -94,4 +102,4 @@ class WriteParts(beam.PTransform):
 
     def expand(self, chunks):
         return chunks | "WritePartFiles" >> beam.ParDo(self._fn).with_outputs(
-            CHUNK_STATS, main="parts")
+            CHUNK_STATS, DOCUMENT_PARTS, main="parts")

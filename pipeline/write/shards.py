@@ -17,6 +17,7 @@ reads one record (``frame_bytes``) at a random offset of a part: cheap on local 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 from collections import OrderedDict
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 
 from common import storage
-from common.errors import DataError
+from common.errors import ConfigError, DataError
 from pipeline.write.order import InputOrder, Order, Range, plan_ordered_shards
 from pipeline.write.shard_plan import ShardPlan, records_per_shard
 from schemas.records import RecordSpec, frame_bytes
@@ -115,44 +116,61 @@ def read_ranges(ranges: Sequence[Range], *, parts: _Parts, frame_bytes: int, sha
 
 
 def assemble_shard(plan: ShardPlan, *, directory: str, frame_bytes: int,
-                   order: Order = InputOrder(), window_bytes: int = WINDOW_BYTES) -> ShardInfo:
-    """Write one shard: the records ``order`` puts at its positions, committed atomically."""
+                   order: Order = InputOrder(), window_bytes: int = WINDOW_BYTES,
+                   sinks: Sequence = ()) -> ShardInfo:
+    """Write one shard: the records ``order`` puts at its positions, committed atomically.
+
+    ``sinks``: context managers given each window's frames too (``write(frames)``), entered
+    after the shard is opened and left before it is committed (another format's file of the
+    same records, e.g. ``pipeline.write.arrayrecord``): an error in one leaves neither.
+    """
     window = max(1, window_bytes // frame_bytes)
     digest, size = hashlib.sha256(), 0
     with _Parts(directory) as parts, \
-            storage.atomic_open(storage.join(directory, plan.name), "wb") as out:
+            storage.atomic_open(storage.join(directory, plan.name), "wb") as out, \
+            contextlib.ExitStack() as stack:
+        others = [stack.enter_context(sink) for sink in sinks]
         for ranges in order.windows(plan.pieces, window_records=window):
             data = read_ranges(ranges, parts=parts, frame_bytes=frame_bytes, shard=plan.name)
             out.write(data)
             digest.update(data)
             size += len(data)
+            for sink in others:
+                sink.write(data)
     return ShardInfo(path=plan.name, bytes=size, sha256=digest.hexdigest(), records=plan.records,
                      tokens=plan.tokens, padding_tokens=plan.padding_tokens)
 
 
 class _AssembleFn(beam.DoFn):
-    def __init__(self, *, directory: str, frame_bytes: int):
+    def __init__(self, *, directory: str, frame_bytes: int, formats: Sequence = ()):
         self._directory = directory
         self._frame_bytes = frame_bytes
+        self._formats = tuple(formats)
 
     def process(self, plan: ShardPlan, order: Order):
+        sinks = [make_sink(plan) for make_sink in self._formats]
         yield assemble_shard(plan, directory=self._directory, frame_bytes=self._frame_bytes,
-                             order=order)
+                             order=order, sinks=sinks)
+        for sink in sinks:
+            yield sink.info  # the other formats' files, for the manifest
         beam.metrics.Metrics.counter("write", "shards").inc()
 
 
 class WriteShards(beam.PTransform):
     """PCollection[PartInfo] -> PCollection[ShardInfo] (after every part is written); records
-    in the input's order, or globally shuffled by ``shuffle_seed``.
+    in the input's order, or globally shuffled by ``shuffle_seed``. ``arrayrecord``: each shard
+    also as an ArrayRecord file (``pipeline.write.arrayrecord``), its ``ArrayRecordFile`` in the
+    output too.
 
     The order reaches the assemblers as a side input: for a shuffle, one small object (a path
     and a number per part) instead of a copy in every shard's plan.
     """
 
     def __init__(self, *, directory: str, split: str, shard_bytes: int, spec: RecordSpec,
-                 shuffle_seed: int | None = None):
+                 shuffle_seed: int | None = None, arrayrecord: bool = False):
         super().__init__()
         self._directory = directory
+        self._arrayrecord = arrayrecord
         self._split = split
         self._spec = spec
         self._seed = shuffle_seed
@@ -176,6 +194,22 @@ class WriteShards(beam.PTransform):
             | "ShardPlans" >> beam.FlatMap(lambda planned: planned[1])
             | "SpreadShards" >> beam.Reshuffle()
             | "AssembleShards" >> beam.ParDo(
-                _AssembleFn(directory=self._directory, frame_bytes=size),
+                _AssembleFn(directory=self._directory, frame_bytes=size,
+                            formats=self._formats()),
                 order=beam.pvalue.AsSingleton(order))
         )
+
+    def _formats(self) -> tuple:
+        """Makers of the sinks that write other formats from the shards' windows."""
+        formats = []
+        if self._arrayrecord:  # imported only when asked for: the C++ writer is an extra
+            from pipeline.write.arrayrecord import ArrayRecordFormat
+
+            try:
+                import array_record.python.array_record_module  # noqa: F401
+            except ImportError as err:
+                raise ConfigError(f"--formats=...,arrayrecord needs the array_record package "
+                                  f"({err}): pip install 'pilepack[arrayrecord]'") from err
+            formats.append(ArrayRecordFormat(directory=self._directory,
+                                             frame_bytes=self._frame_bytes))
+        return tuple(formats)

@@ -19,7 +19,7 @@ TRAIN_FLAGS = {
     "log_every": 10, "checkpoint_every": 500, "keep_checkpoints": 3, "eval_every": 0,
     "eval_batches": 0, "backend": "auto", "sagemaker_port": 12345, "export_dir": None,
     "profile_steps": "", "sample_system_every_ms": 500, "order": "global",
-    "order_block": 1,
+    "order_block": 0, "order_window": 0,
 }
 MINIMAL = ["--train_manifest=d", "--model_dir=m", "--steps=5", "--global_batch_size=8"]
 

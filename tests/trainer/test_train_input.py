@@ -15,17 +15,18 @@ from trainer.config import TrainConfig
 from trainer.distribute.tf_strategy import StrategyBackend
 from trainer.global_order import make_global_dataset, plan_global
 from trainer.model import GPTConfig
-from trainer.train_input import log_resume
+from trainer.train_input import log_resume, resolve_order
+from trainer.window_order import BLOCK, SHUFFLED_BLOCK, SHUFFLED_WINDOW, WINDOW
 
 
-def train(data, model_dir, *, steps, batch, map_input=None):
+def train(data, model_dir, *, steps, batch, map_input=None, **order):
     keras.utils.set_random_seed(0)
     backend = StrategyBackend(name="single", strategy=tf.distribute.OneDeviceStrategy("/cpu:0"),
                               rank=0, world_size=1)
     return loop.train(
         model_config=GPTConfig.from_preset("tiny", vocab_size=32, seq_len=16),
         train_config=TrainConfig(steps=steps, global_batch_size=batch, warmup_steps=0,
-                                 log_every=1, checkpoint_every=2),
+                                 log_every=1, checkpoint_every=2, **order),
         backend=backend,
         train_data=data,
         model_dir=str(model_dir),
@@ -46,14 +47,15 @@ def test_a_changed_global_batch_continues_from_the_same_record_and_says_so(tmp_p
     assert resumed.start_step == 4 and [row["step"] for row in resumed.history] == [5, 6]
     plan = plan_global(dataset=data, context=tf.distribute.InputContext(1, 0, 1),
                        global_batch_size=4)
-    expected = make_global_dataset(plan=plan, spec=data.record_spec, seed=0, start=32)
+    expected = make_global_dataset(plan=plan, spec=data.record_spec, seed=0, start=32,
+                                   block=BLOCK, window=WINDOW)  # the defaults, kept on resume
     for (got, _), (want, _) in zip(inputs[0].take(3), expected.take(3), strict=True):
         np.testing.assert_array_equal(got[TOKENS], want[TOKENS])
 
 
 def test_what_a_resume_says(caplog):
     run = {"train_manifest": "m", "num_pipelines": 2, "global_batch_size": 8, "order": "global",
-           "order_block": 1}
+           "order_block": 1, "order_window": 1}
     with caplog.at_level(logging.INFO):
         log_resume(saved=run, now=run, examples_seen=16)
         assert caplog.text == ""
@@ -63,6 +65,55 @@ def test_what_a_resume_says(caplog):
         files = {**run, "order": "files"}
         log_resume(saved=files, now={**files, "num_pipelines": 3}, examples_seen=16)
         assert "WARNING" in caplog.text and "differ from an uninterrupted run's" in caplog.text
+        caplog.clear()
+        log_resume(saved=run, now={**run, "order_window": 64}, examples_seen=16)
+        assert ("--order_block 1 --order_window 64, run.json says 1 and 1: continuing from global "
+                "record position 16 of another order") in caplog.text
+
+
+def test_the_order_defaults_follow_the_split_and_a_resume_keeps_its_own(tmp_path, caplog):
+    data = manifest.load(learnable_dataset(str(tmp_path / "data")))
+    auto = TrainConfig(steps=1, global_batch_size=8)
+    with caplog.at_level(logging.INFO):
+        got = resolve_order(cfg=auto, train_data=data, saved=None)
+    assert (got.order_block, got.order_window) == (BLOCK, WINDOW)
+    assert "windows of 64 blocks (the defaults for a split written in input order)" in caplog.text
+    shuffled = manifest.Dataset(manifest_path=data.manifest_path,
+                                doc={**data.doc, "shuffle": {"mode": "global", "seed": 0}})
+    got = resolve_order(cfg=auto, train_data=shuffled, saved=None)
+    assert (got.order_block, got.order_window) == (SHUFFLED_BLOCK, SHUFFLED_WINDOW) == (64, 1)
+    one = resolve_order(cfg=TrainConfig(steps=1, global_batch_size=8, order_block=1),
+                        train_data=data, saved=None)
+    assert (one.order_block, one.order_window) == (1, 1)  # one permutation of all records
+    # a resume keeps the run's order; run.json written before --order_window: blocks moved whole
+    saved = {"order": "global", "order_block": 64}
+    got = resolve_order(cfg=auto, train_data=data, saved=saved)
+    assert (got.order_block, got.order_window) == (64, 1)
+    got = resolve_order(cfg=TrainConfig(steps=1, global_batch_size=8, order_window=8),
+                        train_data=data, saved=saved)
+    assert (got.order_block, got.order_window) == (64, 8)  # a flag given wins
+    files = TrainConfig(steps=1, global_batch_size=8, order="files")
+    assert resolve_order(cfg=files, train_data=data, saved=saved) == files
+
+
+def test_a_run_recorded_before_the_window_resumes_its_order(tmp_path, caplog):
+    data = manifest.load(learnable_dataset(str(tmp_path / "data")))
+    train(data, tmp_path / "run", steps=4, batch=8, order_block=1)  # 32 records
+    doc = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert doc["data"]["order_window"] == 1  # --order_block=1 alone: one record-level order
+    for section in ("train", "data"):  # as the trainer before --order_window wrote it
+        del doc[section]["order_window"]
+    (tmp_path / "run" / "run.json").write_text(json.dumps(doc))
+    inputs = []
+    with caplog.at_level(logging.WARNING):
+        resumed = train(data, tmp_path / "run", steps=6, batch=8,
+                        map_input=lambda dataset: inputs.append(dataset) or dataset)
+    assert caplog.text == "" and resumed.start_step == 4
+    plan = plan_global(dataset=data, context=tf.distribute.InputContext(1, 0, 1),
+                       global_batch_size=8)
+    expected = make_global_dataset(plan=plan, spec=data.record_spec, seed=0, start=32)
+    for (got, _), (want, _) in zip(inputs[0].take(2), expected.take(2), strict=True):
+        np.testing.assert_array_equal(got[TOKENS], want[TOKENS])
 
 
 def test_a_run_recorded_before_the_order_flag_read_files(tmp_path):

@@ -141,3 +141,30 @@ def test_encoder_flags_offer_exactly_what_the_tokenizer_library_has():
     assert set(fields["on_encoder_mismatch"].metadata["choices"]) == set(ON_MISMATCH)
     with pytest.raises(ValueError, match="--encoder_check_every must be >= 0"):
         PipelineConfig(encoder_check_every=-1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"dedup": "fuzzy"}, "--dedup must be off, exact or near, got 'fuzzy'"),
+    ({"near_dup_threshold": 0.0}, "--near_dup_threshold must be in (0, 1], got 0.0"),
+    ({"near_dup_threshold": 1.01}, "--near_dup_threshold must be in (0, 1], got 1.01"),
+    ({"minhash_perm": 1}, "--minhash_perm must be a power of two in [2, 4096]"),
+    ({"minhash_perm": 96, "minhash_bands": 8}, "power of two in [2, 4096] (one-permutation "
+                                                "hashing splits each hash into that many bins), "
+                                                "got 96"),
+    ({"minhash_perm": 8192}, "into that many bins), got 8192"),
+    ({"minhash_bands": 0}, "--minhash_bands must divide --minhash_perm (128), got 0"),
+    ({"minhash_bands": 256}, "--minhash_bands must divide --minhash_perm (128), got 256"),
+    ({"minhash_perm": 64, "minhash_bands": 24}, "must divide --minhash_perm (64), got 24"),
+    ({"shingle_words": 0}, "--shingle_words must be in [1, 64], got 0"),
+    ({"shingle_words": 65}, "--shingle_words must be in [1, 64], got 65"),
+])
+def test_each_bad_near_dup_value_is_refused_naming_its_flag(kwargs, message):
+    with pytest.raises(ConfigError) as raised:
+        QualityConfig(**kwargs)
+    assert message in str(raised.value)
+
+
+def test_near_dup_limits_themselves_are_accepted():
+    QualityConfig(dedup="near", near_dup_threshold=1.0, minhash_perm=2, minhash_bands=2,
+                  shingle_words=1)
+    QualityConfig(near_dup_threshold=1e-6, minhash_perm=4096, minhash_bands=1, shingle_words=64)

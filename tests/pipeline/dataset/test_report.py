@@ -14,7 +14,7 @@ import matplotlib.image
 import pytest
 
 from pipeline import report as report_command
-from pipeline.dataset import report
+from pipeline.dataset import quality_report, report
 from schemas import manifest as manifest_lib
 
 
@@ -121,3 +121,81 @@ def test_chromium_renders_it_with_no_broken_image(rendered, tmp_path):
     shutil.copytree(rendered, broken)
     (broken / "subsets.png").unlink()
     assert _render_in_chromium(broken / "index.html")["broken"] == ["subsets.png"]
+
+
+@pytest.fixture(scope="module")
+def quality_dataset(tiny_model, tmp_path_factory):
+    """A split made with --dedup=near and --decontaminate from planted data, and its report."""
+    from datagen.quality_sample import write_quality_input
+    from pipeline import run
+    from tests.pipeline.conftest import TINY_ARGS
+
+    root = tmp_path_factory.mktemp("quality")
+    made = write_quality_input(root / "data", seed=0)
+    out = root / "train"
+    assert run.main(["--input", made.input, "--output", str(out), "--tokenizer_model",
+                     str(tiny_model), *TINY_ARGS, "--dedup=near",
+                     "--decontaminate=" + ",".join(made.eval_sets)]) == 0
+    assert report_command.main(["--manifest", str(out), "--output", str(root / "report")]) == 0
+    return manifest_lib.load(str(out)).doc, root / "report"
+
+
+def test_near_duplicate_and_contamination_numbers_are_the_manifests(quality_dataset):
+    doc, rendered = quality_dataset
+    page = (rendered / "index.html").read_text()
+    cells = _cells(page)
+    quality, options = doc["quality"], doc["config"]["quality"]
+    near, removed = quality["near_dup"], quality["removed"]
+    assert "<h2>Near duplicates</h2>" in page and "<h2>Contamination</h2>" in page
+    assert "near_dup_clusters.png" in re.findall(r'<img src="([^"]+)"', page)
+    assert cells["config.quality.near_dup_threshold"] == f"{options['near_dup_threshold']:,}"
+    assert cells["config.quality.minhash_bands"] == f"{options['minhash_bands']:,}"
+    for key in ("candidate_pairs", "verified_pairs"):
+        assert cells[f"quality.near_dup.{key}"] == f"{near[key]:,}"
+    assert len(near["cluster_sizes"]) >= 2  # pairs and a planted cluster of three
+    for size, count in near["cluster_sizes"].items():
+        assert cells[f"quality.near_dup.cluster_sizes.{size}"] == f"{count:,}"
+    dropped = sum((int(size) - 1) * n for size, n in near["cluster_sizes"].items())
+    assert cells["quality.removed.near_duplicate"] == f"{dropped:,}"
+    for reason in ("near_duplicate", "decontaminated"):
+        assert removed[reason]
+        for subset, count in removed[reason].items():
+            assert cells[f"quality.removed.{reason}.{subset}"] == f"{count:,}"
+    assert near["examples"]
+    directory, names = quality_report.input_names(doc)
+    assert f"Input files below <code>{directory}/</code>" in page
+    for i, pair in enumerate(near["examples"]):
+        for end in ("kept", "dropped"):
+            file, line = pair[end]
+            assert cells[f"quality.near_dup.examples.{i}.{end}.file"] == names[file]
+            assert f"{directory}/{names[file]}" == doc["inputs"][file]["path"]
+            assert cells[f"quality.near_dup.examples.{i}.{end}.line"] == f"{line:,}"
+        assert cells[f"quality.near_dup.examples.{i}.jaccard"] == f"{pair['jaccard']:.4f}"
+    block = quality["decontamination"]
+    assert cells["quality.decontamination.mode"] == block["mode"]
+    assert cells["quality.decontamination.ngram"] == f"{block['ngram']:,}"
+    assert len(block["eval_sets"]) == 2
+    for name, row in block["eval_sets"].items():
+        for field, value in row.items():
+            assert cells[f"quality.decontamination.eval_sets.{name}.{field}"] == f"{value:,}"
+    for name, row in block["subsets"].items():
+        for field, value in row.items():
+            assert cells[f"quality.decontamination.subsets.{name}.{field}"] == f"{value:,}"
+    # Each number once: the data-quality table leaves these to their own sections.
+    keys = re.findall(r'data-key="([^"]+)"', page)
+    assert len(keys) == len(set(keys))
+
+
+def test_quality_sections_appear_only_when_the_manifest_has_them(rendered):
+    page = (rendered / "index.html").read_text()
+    assert "Near duplicates" not in page and "Contamination" not in page
+    assert not (rendered / "near_dup_clusters.png").exists()
+    assert not any(key.startswith(("quality.near_dup", "quality.decontamination"))
+                   for key in _cells(page))
+
+
+def test_chromium_renders_the_quality_sections(quality_dataset):
+    _, rendered = quality_dataset
+    result = _render_in_chromium(rendered / "index.html")
+    assert result["loaded"] and result["images"] == len(list(rendered.glob("*.png")))
+    assert result["broken"] == [] and result["console_errors"] == []

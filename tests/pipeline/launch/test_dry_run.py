@@ -11,7 +11,7 @@ from common.errors import InputError
 from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
 from pipeline.config import PipelineConfig, QualityConfig, ReadConfig
-from pipeline.launch import dry_run, dry_run_rates, dry_run_sample
+from pipeline.launch import dry_run, dry_run_rates, dry_run_report, dry_run_sample
 from pipeline.read.inputs import expand_inputs
 from schemas import manifest
 from tests.pipeline.conftest import TINY_ARGS, tiny_text
@@ -230,3 +230,125 @@ def test_workers_and_cores_come_from_beams_options(tiny_input, capsys):
         "--runner=DirectRunner", "--direct_running_mode=multi_processing",
         "--direct_num_workers=2"])
     assert (multi.workers, multi.cores_per_worker, multi.fanout) == (2, 1, True)
+
+
+def test_near_dedup_and_decontamination_on_inputs_read_to_the_end_equal_the_real_run(
+        tiny_model, tmp_path, capsys):
+    """Planted near duplicates and evaluation passages (datagen.quality_sample): the dry run
+    finds the same drops per reason, the same pairs and clusters, the same documents per
+    evaluation set, and so the same totals as the real run's manifest."""
+    from datagen.quality_sample import write_quality_input
+
+    made = write_quality_input(tmp_path / "data", seed=3)
+    flags = ["--dedup=near", "--decontaminate=" + ",".join(made.eval_sets)]
+    out = tmp_path / "train"
+    assert run.main(["--output", str(out), "--input", made.input, "--tokenizer_model",
+                     str(tiny_model), *TINY_ARGS, *flags]) == 0
+    doc = manifest.load(str(out)).doc
+    capsys.readouterr()
+    config = PipelineConfig(
+        input=made.input, tokenizer_model=str(tiny_model), seq_len=16, encode_processes=1,
+        read=ReadConfig(chunk_bytes=2000, max_bad_fraction=0.1),
+        quality=QualityConfig(dedup="near", decontaminate=made.eval_sets))
+    est = dry_run.dry_run_split(config, ["--runner=DirectRunner"])
+    printed = capsys.readouterr().out
+    removed, near = doc["quality"]["removed"], doc["quality"]["near_dup"]
+    assert sum(removed["near_duplicate"].values()) >= made.triples > 0
+    assert sum(removed["decontaminated"].values()) == made.contaminated
+    assert est.dropped == {reason: sum(removed[reason].values())
+                           for reason in ("decontaminated", "near_duplicate")}
+    assert est.drops.near.cluster_sizes == near["cluster_sizes"]
+    assert (est.drops.near.candidate_pairs, est.drops.near.verified_pairs) == (
+        near["candidate_pairs"], near["verified_pairs"])
+    assert est.drops.contamination.per_set == {
+        name: row["documents"] for name, row in doc["quality"]["decontamination"][
+            "eval_sets"].items()}
+    totals = doc["totals"]
+    assert (est.written_documents, est.tokens, est.records) == (
+        totals["documents"], totals["tokens"], totals["records"])
+    assert "near duplicates drop ~ " in printed and "counted as the run counts them" in printed
+    assert "sign, scan n-grams" in printed  # the pre-pass's work, timed
+
+
+def _near_file(path, *, copies_far: bool):
+    """120 base documents and 40 near copies (datagen.near_duplicates); each copy right after
+    its source, or (``copies_far``) all copies at the end of the file."""
+    from datagen.near_duplicates import generate
+
+    texts, pairs = generate(seed=5, documents=160, copy_share=0.25)
+    copy_of = {source: copy for source, copy, _, _ in pairs}
+    copies = set(copy_of.values())
+    order = []
+    for i in range(len(texts)):
+        if i not in copies:
+            order.append(i)
+            if not copies_far and i in copy_of:
+                order.append(copy_of[i])
+    order += sorted(copies) if copies_far else []
+    docs = [pile_doc(texts[i], "Pile-CC") for i in order]
+    return write_jsonl_zst(path, docs, frames=4), sum(len(d["text"].encode()) for d in docs)
+
+
+def _near_estimate(path, *, text_bytes: int | None):
+    (file,) = expand_inputs(str(path))
+    config = PipelineConfig(input=str(path), seq_len=64, quality=QualityConfig(dedup="near"))
+    checks = dry_run.sample_checks(config, [file])
+    kwargs = {} if text_bytes is None else {"text_bytes": text_bytes}
+    sample = dry_run_sample.sample_file(file, config=ReadConfig(), checks=checks, **kwargs)
+    assert sample.complete == (text_bytes is None)
+    est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
+                           cluster=CLUSTER, tokenized=False, backend=GIGATOKEN,
+                           rate=dry_run_rates.load_rate("gigatoken"))
+    return est, dry_run_report.dedup_lines(est, config=config)
+
+
+def test_near_duplicates_in_a_longer_file_are_extrapolated_and_a_lower_bound(tmp_path):
+    """The same documents twice: copies next to their sources (a sample of a quarter of the
+    text sees about the whole file's share), and copies at the end (the sample sees none: the
+    estimate is a lower bound, and says so)."""
+    near, far = (_near_file(tmp_path / f"{name}.jsonl.zst", copies_far=name == "far")
+                 for name in ("near", "far"))
+    truth, _ = _near_estimate(near[0], text_bytes=None)  # read to the end: the run's count
+    true_count = truth.dropped["near_duplicate"]
+    assert 10 <= true_count <= 40  # the planted copies at Jaccard >= 0.8
+    assert _near_estimate(far[0], text_bytes=None)[0].dropped["near_duplicate"] == true_count
+    local, lines = _near_estimate(near[0], text_bytes=near[1] // 4)
+    assert local.dropped["near_duplicate"] == pytest.approx(true_count, rel=0.5)
+    assert "LOWER BOUND" in lines[-1] and "the sample is 2" in lines[-1]
+    spread, _ = _near_estimate(far[0], text_bytes=far[1] // 4)
+    assert spread.dropped.get("near_duplicate", 0) == 0 < true_count  # never above: a bound
+
+
+@pytest.mark.parametrize("mode", ["drop", "redact"])
+def test_contamination_in_a_longer_file_is_extrapolated(tmp_path, mode):
+    """40 of 400 documents hold an evaluation passage, evenly spread: a sample of a quarter of
+    the text finds about 40 in the whole file; redacting drops none and redacts them."""
+    from datagen.contamination import make_corpus
+
+    corpus = make_corpus(seed=2, documents=400, passages=20, planted=40, min_words=13)
+    path = write_jsonl_zst(tmp_path / "00.jsonl.zst",
+                           [pile_doc(text, "A") for text in corpus.documents], frames=4)
+    evals = tmp_path / "eval.jsonl"
+    evals.write_text("".join(json.dumps({"text": p}) + "\n" for p in corpus.passages))
+    (file,) = expand_inputs(path)
+    config = PipelineConfig(input=path, seq_len=64, quality=QualityConfig(
+        decontaminate=(str(evals),), decontaminate_mode=mode))
+    checks = dry_run.sample_checks(config, [file])
+    text = sum(len(t.encode()) for t in corpus.documents)
+    sample = dry_run_sample.sample_file(file, config=ReadConfig(), checks=checks,
+                                        text_bytes=text // 4)
+    assert not sample.complete and sample.scan_cpu > 0
+    est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
+                           cluster=CLUSTER, tokenized=False, backend=GIGATOKEN,
+                           rate=dry_run_rates.load_rate("gigatoken"))
+    (line,) = dry_run_report.decontamination_lines(est, config=config)
+    assert "ESTIMATE from the sample, document by document" in line
+    found = est.drops.contamination
+    assert found.per_set[str(evals)] == pytest.approx(10, abs=3)  # in the sampled quarter
+    if mode == "drop":
+        assert est.dropped["decontaminated"] == pytest.approx(40, rel=0.3)
+        assert found.redacted == 0
+    else:
+        assert est.dropped.get("decontaminated", 0) == 0
+        assert found.redacted == found.per_set[str(evals)] and found.spans >= found.redacted
+        assert "more are redacted and kept" in line

@@ -1,0 +1,137 @@
+"""Connected components of candidate edges in Beam: the alternating large-star / small-star
+algorithm (Kiveris et al., "Connected Components in MapReduce and Beyond", SoCC 2014).
+
+Nodes are any totally ordered values (here ``(file, line, subset, tokens)`` tuples, so the
+order is the documents' (file, line)); an edge is a pair of nodes. One round is
+
+* large-star: each node ``u`` links every larger neighbour to ``m``, the least of ``u`` and
+  its neighbours (``large_star``), grouped by node;
+* small-star: each node ``u`` links itself and its smaller neighbours to the least of them
+  (``small_star``), grouped by the larger end of each edge.
+
+Both keep the components and lower the nodes' parents; at the fixed point every component is
+a star whose centre is its least node (``converged``). A Beam graph is static, so
+``Components`` unrolls ``rounds`` rounds and then checks the fixed point: a component still
+not a star fails the run with ``ComponentsNotConverged`` (never silently half-merged). The
+rounds needed grow with the logarithm of a component's size (the paper's bound is
+O(log^2 n)); ``rounds_needed`` measures them, ``DEFAULT_ROUNDS`` rounds merge chains of
+thousands of near-duplicates, and candidate components of text are tiny.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from common.errors import DataError
+
+DEFAULT_ROUNDS = 12
+
+
+class ComponentsNotConverged(DataError):
+    """Candidate components too large to merge in the unrolled rounds."""
+
+
+def _normalized(edges):
+    return {(a, b) if a < b else (b, a) for a, b in edges if a != b}
+
+
+def large_star(node, neighbours) -> list[tuple]:
+    """Edges (v, m) for each neighbour v > node, m the least of node and its neighbours."""
+    neighbours = set(neighbours)
+    least = min(neighbours | {node})
+    return [(least, v) for v in sorted(neighbours) if v > node and v != least]
+
+
+def small_star(node, smaller) -> list[tuple]:
+    """Edges (m, v) for v in node and its smaller neighbours, m the least of them."""
+    members = set(smaller) | {node}
+    least = min(members)
+    return [(least, v) for v in sorted(members) if v != least]
+
+
+def _round(edges: set) -> set:
+    adjacent: dict = {}
+    for a, b in edges:
+        adjacent.setdefault(a, set()).add(b)
+        adjacent.setdefault(b, set()).add(a)
+    large = _normalized(e for u, vs in adjacent.items() for e in large_star(u, vs))
+    smaller: dict = {}
+    for a, b in large:
+        smaller.setdefault(b, set()).add(a)
+    return _normalized(e for u, vs in smaller.items() for e in small_star(u, vs))
+
+
+def converged(edges) -> bool:
+    """Whether ``edges`` (lower end first) form stars around their least nodes: no node is
+    both the lower end of one edge and the upper end of another."""
+    lower = {a for a, _ in edges}
+    return not lower & {b for _, b in edges}
+
+
+def rounds_needed(edges, *, limit: int = 64) -> int:
+    """Rounds until the fixed point, by the in-memory form of the same steps (tests, docs)."""
+    current = _normalized(edges)
+    for count in range(limit + 1):
+        if converged(current):
+            return count
+        current = _round(current)
+    raise ComponentsNotConverged(f"no fixed point after {limit} rounds")
+
+
+def components(edges, *, rounds: int = DEFAULT_ROUNDS) -> dict:
+    """node -> the least node of its component, for every node of an edge (in memory)."""
+    current = _normalized(edges)
+    for _ in range(rounds):
+        current = _round(current)
+    if not converged(current):
+        raise ComponentsNotConverged(f"components not merged in {rounds} rounds")
+    return {b: a for a, b in current} | {a: a for a, _ in current}
+
+
+def _both_ways(edge):
+    a, b = edge
+    yield a, b
+    yield b, a
+
+
+def _check(node, roles):
+    """(node, [(role, other)]) -> (centre, node) for a member; a node that is a centre of
+    one edge and a member of another is a component not merged: an error."""
+    kinds = {kind for kind, _ in roles}
+    if len(kinds) > 1:
+        raise ComponentsNotConverged(
+            f"near-duplicate candidates around document {node[:2]} (input file, line) did not "
+            f"merge into one cluster in the unrolled rounds: a chain of near-duplicates longer "
+            f"than they can merge; raise --near_dup_threshold to cut it")
+    if kinds == {"upper"}:
+        yield min(other for _, other in roles), node
+
+
+class Components(beam.PTransform):
+    """PCollection[(a, b)] edges -> PCollection[(centre, member)]: each node of an edge that
+    is not the least of its component, with that least node (each member once)."""
+
+    def __init__(self, *, rounds: int = DEFAULT_ROUNDS):
+        super().__init__()
+        self._rounds = rounds
+
+    def expand(self, edges):
+        current = edges
+        for r in range(self._rounds):
+            current = (
+                current
+                | f"BothWays{r}" >> beam.FlatMap(_both_ways)
+                | f"ByNode{r}" >> beam.GroupByKey()
+                | f"LargeStar{r}" >> beam.FlatMapTuple(large_star)
+                | f"ByUpper{r}" >> beam.Map(lambda e: (e[1], e[0]))
+                | f"SmallerByUpper{r}" >> beam.GroupByKey()
+                | f"SmallStar{r}" >> beam.FlatMapTuple(small_star)
+            )
+        # The result comes out of the fixed-point check, so nothing uses a half-merged one.
+        return (
+            current
+            | "Roles" >> beam.FlatMap(lambda e: ((e[0], ("lower", e[1])),
+                                                 (e[1], ("upper", e[0]))))
+            | "RolesByNode" >> beam.GroupByKey()
+            | "CheckStars" >> beam.FlatMapTuple(_check)
+        )

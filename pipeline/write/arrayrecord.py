@@ -1,0 +1,162 @@
+"""ArrayRecord files beside the TFRecord shards (``--formats=...,arrayrecord``), for Grain.
+
+Each file mirrors one shard (``schemas.arrayrecord``): the shard's assembler
+(``pipeline.write.shards``) hands every window of framed records it writes to an
+``ArrayRecordSink`` too, which writes each frame's payload as one record. No extra read of the
+parts, and the file holds the shard's records in the shard's order on any runner.
+
+ArrayRecord's writer is C++ and writes a local path: the file is written to a temporary local
+file and committed as ``common.storage.atomic_open`` commits a shard: renamed into place on
+local and mounted file systems (the temporary file sits beside it, named with
+``storage.TMP_MARKER``), uploaded on object stores (``s3://``, ``gs://``: the object appears
+only when complete). Never a partial file under the final name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import posixpath
+import tempfile
+import uuid
+
+from common import storage
+from common.errors import DataError
+from pipeline.write.shard_plan import ShardPlan
+from schemas import arrayrecord
+from schemas.formats import ARRAYRECORD
+from schemas.record_frames import FOOTER_BYTES, HEADER_BYTES
+
+_BLOCK = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayRecordFile:
+    """One committed ArrayRecord file, as the manifest lists it."""
+
+    path: str  # relative to the dataset directory
+    bytes: int
+    sha256: str
+    records: int
+    shard: str  # the TFRecord shard it mirrors
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def payloads(frames, *, frame_bytes: int):
+    """The payloads (serialized ``tf.train.Example``s) of concatenated TFRecord frames of
+    ``frame_bytes`` each."""
+    if len(frames) % frame_bytes:
+        raise ValueError(f"{len(frames)} bytes are not whole frames of {frame_bytes} bytes")
+    view = memoryview(frames)
+    for at in range(0, len(view), frame_bytes):
+        yield bytes(view[at + HEADER_BYTES:at + frame_bytes - FOOTER_BYTES])
+
+
+def manifest_section(files, *, shards, formats: tuple[str, ...]) -> dict:
+    """The manifest's ``arrayrecord`` section (none without the format): the writer options
+    and every file, by path.
+
+    Raises:
+      DataError: a shard without its file (lost between its writer and the manifest).
+    """
+    if ARRAYRECORD not in formats:
+        return {}
+    unmatched = {s.path for s in shards} ^ {f.shard for f in files}
+    if unmatched or len(files) != len(shards):
+        raise DataError(f"{len(shards)} shards but {len(files)} ArrayRecord files reported "
+                        f"(unmatched: {', '.join(sorted(unmatched)) or 'none'}); a file was "
+                        "lost or reported twice before the manifest: rerun the same command")
+    return {ARRAYRECORD: {
+        "group_size": arrayrecord.GROUP_SIZE, "options": arrayrecord.WRITER_OPTIONS,
+        "record": "the shard's record at the same index: a serialized tf.train.Example",
+        "files": [f.to_json() for f in sorted(files, key=lambda f: f.path)]}}
+
+
+class ArrayRecordSink:
+    """Writes one shard's ArrayRecord file from the frames written to the shard.
+
+    A context manager: ``write(frames)`` any number of times, then on a clean exit the file is
+    committed and ``info`` set; on an exception nothing is left.
+    """
+
+    def __init__(self, *, directory: str, shard: str, records: int, frame_bytes: int):
+        self._relative = file_name = arrayrecord.file_name(shard)
+        self._final = storage.join(directory, file_name)
+        self._shard = shard
+        self._records = records
+        self._frame_bytes = frame_bytes
+        self._written = 0
+        self._writer = None
+        self._tmp = ""
+        self.info: ArrayRecordFile | None = None
+
+    def __enter__(self):
+        from array_record.python.array_record_module import ArrayRecordWriter  # the extra
+
+        fs, stripped = storage.filesystem(self._final)
+        self._local = storage.is_local(fs)
+        if self._local:  # beside the final file: the rename is atomic
+            os.makedirs(posixpath.dirname(stripped) or ".", exist_ok=True)
+            name = f"{storage.TMP_MARKER}{uuid.uuid4().hex}-{posixpath.basename(stripped)}"
+            self._tmp = posixpath.join(posixpath.dirname(stripped), name)
+        else:
+            handle, self._tmp = tempfile.mkstemp(suffix=arrayrecord.SUFFIX)
+            os.close(handle)
+        self._writer = ArrayRecordWriter(self._tmp, arrayrecord.WRITER_OPTIONS)
+        if not self._writer.ok():
+            self._remove()
+            raise OSError(f"cannot write an ArrayRecord file at {self._tmp} (for {self._final})")
+        return self
+
+    def write(self, frames) -> None:
+        for payload in payloads(frames, frame_bytes=self._frame_bytes):
+            self._writer.write(payload)
+            self._written += 1
+
+    def __exit__(self, exc_type, exc, traceback):
+        try:
+            self._writer.close()
+            if exc_type is None:
+                self.info = self._commit()
+        finally:
+            self._remove()
+
+    def _commit(self) -> ArrayRecordFile:
+        if self._written != self._records:
+            raise DataError(f"{self._final}: {self._written} records written, its shard "
+                            f"{self._shard} has {self._records}; rerun")
+        digest, size = hashlib.sha256(), 0
+        with open(self._tmp, "rb") as source:
+            if self._local:
+                for block in iter(lambda: source.read(_BLOCK), b""):
+                    digest.update(block)
+                    size += len(block)
+            else:
+                with storage.atomic_open(self._final, "wb") as out:
+                    for block in iter(lambda: source.read(_BLOCK), b""):
+                        digest.update(block)
+                        size += len(block)
+                        out.write(block)
+        if self._local:
+            os.replace(self._tmp, storage.filesystem(self._final)[1])
+        return ArrayRecordFile(path=self._relative, bytes=size, sha256=digest.hexdigest(),
+                               records=self._written, shard=self._shard)
+
+    def _remove(self) -> None:
+        if self._tmp and os.path.exists(self._tmp):
+            os.remove(self._tmp)
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayRecordFormat:
+    """A shard plan -> its ArrayRecord sink (what ``pipeline.write.shards`` calls per shard)."""
+
+    directory: str
+    frame_bytes: int
+
+    def __call__(self, plan: ShardPlan) -> ArrayRecordSink:
+        return ArrayRecordSink(directory=self.directory, shard=plan.name, records=plan.records,
+                               frame_bytes=self.frame_bytes)

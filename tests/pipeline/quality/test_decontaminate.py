@@ -1,0 +1,108 @@
+"""``--decontaminate`` end to end: planted evaluation passages are dropped or cut, the clean
+documents are written untouched, the manifest counts them, and two worker processes write the
+same bytes as one."""
+
+import json
+import pathlib
+
+import pytest
+
+from datagen.contamination import make_corpus
+from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
+from pipeline import run
+from pipeline.dataset import reader
+from schemas import manifest
+from tokenizer.encoder import load_model_bytes, processor_from_bytes
+
+ARGS = ["--seq_len=64", "--encode_processes=1", "--chunk_bytes=20000", "--split=train"]
+TWO_WORKERS = ["--runner=DirectRunner", "--direct_running_mode=multi_processing",
+               "--direct_num_workers=2"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """120 documents (30 planted, the last one nothing but a passage, and a copy of document
+    0 at the end), an evaluation file of 20 passages + 3 short ones."""
+    made = make_corpus(seed=11, documents=120, passages=20, planted=30, min_words=13,
+                       short_passages=3)
+    root = tmp_path_factory.mktemp("decontaminate")
+    texts = list(made.documents) + [made.passages[4].upper(), made.documents[0]]
+    write_jsonl_zst(root / "train.jsonl.zst",
+                    [pile_doc(text, ("A", "B")[i % 2]) for i, text in enumerate(texts)])
+    write_jsonl(root / "eval.jsonl", [{"text": text, "id": i}
+                                      for i, text in enumerate(made.passages)])
+    return {"made": made, "texts": texts, "root": root}
+
+
+def make(corpus, tiny_model, out: pathlib.Path, *options, runner=("--runner=DirectRunner",)):
+    assert run.main(["--input", str(corpus["root"] / "train.jsonl.zst"), "--output", str(out),
+                     "--tokenizer_model", str(tiny_model),
+                     "--decontaminate", str(corpus["root"] / "eval.jsonl"),
+                     *ARGS, *options, *runner]) == 0
+    return manifest.load(str(out)).doc
+
+
+def decoded(out: pathlib.Path) -> list[str]:
+    dataset = manifest.load(str(out))
+    sp = processor_from_bytes(load_model_bytes(dataset.tokenizer_path))
+    return [sp.decode(ids.tolist()) for ids in reader.iter_documents(dataset)]
+
+
+def test_drop_removes_every_planted_document_and_nothing_else(corpus, tiny_model, tmp_path):
+    doc = make(corpus, tiny_model, tmp_path / "drop")
+    planted = {plant.document for plant in corpus["made"].plants} | {120}
+    keep = [text for i, text in enumerate(corpus["texts"]) if i not in planted and i != 121]
+    assert decoded(tmp_path / "drop") == keep
+    assert doc["accounting"]["filtered"] == {"decontaminated": 32}  # 30, the passage, the copy
+    quality = doc["quality"]
+    assert sum(quality["removed"]["decontaminated"].values()) == 32
+    found = quality["decontamination"]
+    eval_set = found["eval_sets"][str(corpus["root"] / "eval.jsonl")]
+    assert (eval_set["passages"], eval_set["short_passages"], eval_set["documents"]) == (23, 3, 32)
+    assert found["mode"] == "drop" and found["ngram"] == 13
+    assert sum(row["documents_dropped"] for row in found["subsets"].values()) == 32
+
+
+@pytest.mark.slow  # two pipeline runs, one with two worker processes: ~25 s of CPU
+def test_redact_cuts_the_planted_words_and_two_workers_agree(corpus, tiny_model, tmp_path):
+    doc = make(corpus, tiny_model, tmp_path / "one", "--decontaminate_mode=redact",
+               "--dedup=exact")
+    made = corpus["made"]
+    # Every document but the bare passage (blank once cut) and the duplicate, planted words cut.
+    assert decoded(tmp_path / "one") == [made.redacted(i) for i in range(120)]
+    assert doc["accounting"]["filtered"] == {"decontaminated": 1, "duplicate": 1}
+    subsets = doc["quality"]["decontamination"]["subsets"]
+    assert sum(row["documents_emptied"] for row in subsets.values()) == 1
+    assert sum(row["documents_redacted"] for row in subsets.values()) == 31  # copy included
+    assert sum(row["spans"] for row in subsets.values()) == 32
+    removed = sum(p.span[1] - p.span[0] for p in made.plants)
+    removed += len(made.passages[4]) + made.plants[0].span[1] - made.plants[0].span[0]
+    assert sum(row["characters_removed"] for row in subsets.values()) == removed
+
+    make(corpus, tiny_model, tmp_path / "two", "--decontaminate_mode=redact", "--dedup=exact",
+         runner=TWO_WORKERS)
+    shards = sorted(p.name for p in (tmp_path / "one").glob("*.tfrecord*"))
+    assert shards and all((tmp_path / "one" / name).read_bytes()
+                          == (tmp_path / "two" / name).read_bytes() for name in shards)
+    assert decoded(tmp_path / "two") == decoded(tmp_path / "one")
+
+
+def test_bad_evaluation_files_fail_with_one_line(corpus, tiny_model, tmp_path, capsys):
+    base = ["--input", str(corpus["root"] / "train.jsonl.zst"), "--tokenizer_model",
+            str(tiny_model), *ARGS, "--runner=DirectRunner"]
+    missing = tmp_path / "nowhere.jsonl"
+    assert run.main([*base, "--output", str(tmp_path / "a"), "--decontaminate",
+                     str(missing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: --decontaminate") and str(missing) in err[-1]
+    assert not (tmp_path / "a" / "manifest.json").exists()
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "fine"}) + "\n" + json.dumps({"question": "q"}) + "\n")
+    assert run.main([*base, "--output", str(tmp_path / "b"), "--decontaminate", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert f"{bad} line 2 has no string 'text' field" in err[-1]
+    assert "--decontaminate_field" in err[-1]
+    assert run.main([*base, "--output", str(tmp_path / "c"), "--decontaminate", str(bad),
+                     "--decontaminate_field=question"]) == 2  # line 1 lacks it now
+    assert f"{bad} line 1 has no string 'question'" in capsys.readouterr().err
