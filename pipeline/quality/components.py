@@ -89,9 +89,21 @@ def components(edges, *, rounds: int = DEFAULT_ROUNDS) -> dict:
 
 
 def _both_ways(edge):
-    a, b = edge
+    a, b = edge[0], edge[1]  # an edge may carry more (a score): only its ends count
     yield a, b
     yield b, a
+
+
+def _large_star_by_upper(node, neighbours):
+    """``large_star``'s edges keyed by their upper end, ready for the small-star grouping."""
+    for least, v in large_star(node, neighbours):
+        yield v, least
+
+
+def _small_star_both_ways(node, smaller):
+    """``small_star``'s edges both ways, ready for the next round's large-star grouping."""
+    for edge in small_star(node, smaller):
+        yield from _both_ways(edge)
 
 
 def _check(node, roles):
@@ -116,22 +128,23 @@ class Components(beam.PTransform):
         self._rounds = rounds
 
     def expand(self, edges):
-        current = edges
+        # Each step emits keyed for the next grouping: 2 Map-like steps and 2 groupings a
+        # round (the fixed per-transform cost of the Python SDK is most of this on text).
+        current = edges | "BothWays" >> beam.FlatMap(_both_ways)
         for r in range(self._rounds):
             current = (
                 current
-                | f"BothWays{r}" >> beam.FlatMap(_both_ways)
                 | f"ByNode{r}" >> beam.GroupByKey()
-                | f"LargeStar{r}" >> beam.FlatMapTuple(large_star)
-                | f"ByUpper{r}" >> beam.Map(lambda e: (e[1], e[0]))
+                | f"LargeStar{r}" >> beam.FlatMapTuple(_large_star_by_upper)
                 | f"SmallerByUpper{r}" >> beam.GroupByKey()
-                | f"SmallStar{r}" >> beam.FlatMapTuple(small_star)
+                | f"SmallStar{r}" >> beam.FlatMapTuple(_small_star_both_ways)
             )
-        # The result comes out of the fixed-point check, so nothing uses a half-merged one.
+        # The result comes out of the fixed-point check, so nothing uses a half-merged one:
+        # each edge arrives both ways, (lower, upper) and (upper, lower).
         return (
             current
-            | "Roles" >> beam.FlatMap(lambda e: ((e[0], ("lower", e[1])),
-                                                 (e[1], ("upper", e[0]))))
+            | "Roles" >> beam.MapTuple(
+                lambda a, b: (a, ("lower", b)) if a < b else (a, ("upper", b)))
             | "RolesByNode" >> beam.GroupByKey()
             | "CheckStars" >> beam.FlatMapTuple(_check)
         )

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+
 KEY_DIGEST_BYTES = 8
 
 
@@ -47,3 +49,55 @@ def star_edges(members) -> list[tuple]:
     a group of ``n`` gives ``n - 1`` edges, not ``n^2 / 2``; the group stays connected)."""
     ordered = sorted(set(members))
     return [(ordered[0], other) for other in ordered[1:]]
+
+
+def band_columns(docs, *, bands: int) -> dict:
+    """(file, line, ..., signature) documents -> numpy columns, one row per (document, band):
+    ``band`` (index), ``digest`` (``band_keys``'s digest as an integer), ``file``, ``line``."""
+    digests = []
+    for doc in docs:
+        signature = doc[-1]
+        width = len(signature) // bands
+        if width * bands != len(signature):
+            raise ValueError(f"a {len(signature)}-byte signature does not split into {bands} "
+                             f"bands")
+        digests += [hashlib.blake2b(signature[i * width:(i + 1) * width],
+                                    digest_size=KEY_DIGEST_BYTES).digest() for i in range(bands)]
+    count = len(docs)
+    return {"band": np.tile(np.arange(bands, dtype=np.uint16), count),
+            "digest": np.frombuffer(b"".join(digests), dtype=">u8").astype(np.uint64),
+            "file": np.repeat(np.array([doc[0] for doc in docs], dtype=np.int64), bands),
+            "line": np.repeat(np.array([doc[1] for doc in docs], dtype=np.int64), bands)}
+
+
+def shard_columns(columns: dict, *, shards: int):
+    """Split ``band_columns`` by ``digest % shards``: every row of one band key in one shard."""
+    shard = columns["digest"] % np.uint64(shards)
+    order = np.argsort(shard, kind="stable")
+    shard = shard[order]
+    starts = np.flatnonzero(np.r_[True, shard[1:] != shard[:-1]])
+    ends = np.r_[starts[1:], len(shard)]
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        rows = order[start:end]
+        yield int(shard[start]), {name: values[rows] for name, values in columns.items()}
+
+
+def sorted_star_edges(parts) -> set[tuple]:
+    """The candidate edges of some ``band_columns`` parts holding whole band keys, as
+    ((file, line), (file, line)) pairs: per band key, its lowest (file, line) to each other one
+    (``star_edges`` of every band group at once, by one numpy sort instead of a shuffle group
+    per key)."""
+    parts = list(parts)
+    if not parts:
+        return set()
+    band, digest, file, line = (np.concatenate([p[name] for p in parts])
+                                for name in ("band", "digest", "file", "line"))
+    order = np.lexsort((line, file, digest, band))
+    band, digest, file, line = band[order], digest[order], file[order], line[order]
+    change = np.ones(len(band), dtype=bool)
+    change[1:] = (band[1:] != band[:-1]) | (digest[1:] != digest[:-1])
+    head = np.flatnonzero(change)[np.cumsum(change) - 1]  # each row's run's first row
+    other = np.flatnonzero(~change)
+    head = head[other]
+    return set(zip(zip(file[head].tolist(), line[head].tolist()),
+                   zip(file[other].tolist(), line[other].tolist())))

@@ -3,11 +3,14 @@
 ``NearDuplicates`` takes the survivors as ``(file, line, subset, tokens, signature)`` tuples
 (``signature``: ``pipeline.quality.minhash``, None for a document without words) and
 
-1. ``Band``: each signature's band keys (``pipeline.quality.lsh``) -> ``GroupByBand`` -> per
-   band group, edges from its lowest document to each other one (a star: ``n - 1`` edges);
-2. ``Verify``: joins both ends' signatures by document (two ``CoGroupByKey``: one shuffle of
-   the signatures each, instead of a copy of the signature in each of ``bands`` band
-   elements) and keeps the edges whose estimated Jaccard is at least ``threshold``;
+1. ``Batch``: per bundle, the survivors' band keys (``pipeline.quality.lsh``) as numpy columns,
+   one batch per shard of the key (``BAND_SHARDS``), and their signatures, one batch per shard
+   of (file, line) (``SIGNATURE_SHARDS``): a few elements per bundle, not ``bands`` per
+   document -> ``GroupByBandShard`` -> per shard, one sort gives each key's star (its lowest
+   document to each other one: ``n - 1`` edges);
+2. ``Verify``: one join by signature shard (the ends of the edges with the signatures) and
+   one grouping by edge (which also drops the copies of an edge from several bands) score each
+   candidate; those whose estimated Jaccard is at least ``threshold`` are kept;
 3. ``Components`` (``pipeline.quality.components``): each verified edge's component, so that
    chains of near-duplicates become one cluster, whose lowest (file, line) is kept.
 
@@ -22,12 +25,23 @@ from __future__ import annotations
 import dataclasses
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.quality import lsh, minhash
 from pipeline.quality.components import DEFAULT_ROUNDS, Components
 from pipeline.quality.decisions import NEAR_DUPLICATE
 
 EXAMPLES = 5
+# Band rows and signatures travel in batches keyed by shard, not one element per document and
+# band. On the whole Pile (docs/distributed.md, sizing: ~3.4e9 band rows of 26 bytes, ~210 M
+# signatures) a band shard holds ~3.3 M rows (~85 MB of columns, sorted in memory); a signature
+# shard's join keeps only its candidate ends in memory and streams the ~820 k signatures.
+BAND_SHARDS = 1024
+SIGNATURE_SHARDS = 256
+BATCH_DOCUMENTS = 4096  # a batch per this many survivors within a bundle bounds its memory
+BANDS, SIGS, ENDS = "bands", "sigs", "ends"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,28 +65,80 @@ class NearDupOptions:
                    bands=quality.minhash_bands, shingle_words=quality.shingle_words)
 
 
-def band_elements(doc, *, bands: int):
-    """(file, line, subset, tokens, signature) -> (band key, node) per band."""
-    if doc[4] is None:
-        return []
-    node = tuple(doc[:4])
-    return [(key, node) for key in lsh.band_keys(doc[4], bands=bands)]
+def signature_shard(position) -> int:
+    """The ``SIGNATURE_SHARDS`` shard of a document's (file, line)."""
+    file, line = position
+    return (file * 1_000_003 + line) % SIGNATURE_SHARDS
 
 
-def _outgoing(node, groups):
-    """(lower, {sig, out}) -> (upper, (lower, lower's signature)) per edge."""
-    signature = next(iter(groups["sig"]))
-    for upper in set(groups["out"]):
-        yield upper, (node, signature)
+class _BatchFn(beam.DoFn):
+    """Survivors -> per bundle, a few batches: band columns by ``digest % BAND_SHARDS`` and
+    (file, line, node, signature) lists by ``signature_shard`` (tags ``bands``, ``sigs``),
+    so that the per-document elements stop here."""
+
+    def __init__(self, *, bands: int):
+        self._bands = bands
+        self._docs: list = []
+
+    def start_bundle(self):
+        self._docs = []
+
+    def process(self, doc):
+        if doc[4] is not None:
+            self._docs.append(doc)
+        if len(self._docs) >= BATCH_DOCUMENTS:
+            yield from self._flush(lambda tag, value: beam.pvalue.TaggedOutput(tag, value))
+
+    def finish_bundle(self):
+        yield from self._flush(lambda tag, value: beam.pvalue.TaggedOutput(
+            tag, WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])))
+
+    def _flush(self, out):
+        docs, self._docs = self._docs, []
+        if not docs:
+            return
+        columns = lsh.band_columns(docs, bands=self._bands)
+        for shard, part in lsh.shard_columns(columns, shards=BAND_SHARDS):
+            yield out(BANDS, (shard, part))
+        by_shard: dict = {}
+        for doc in docs:
+            position = (doc[0], doc[1])
+            by_shard.setdefault(signature_shard(position), []).append(
+                (position, tuple(doc[:4]), doc[4]))
+        for shard, rows in by_shard.items():
+            yield out(SIGS, (shard, (SIGS, rows)))
 
 
-def _verified(node, groups, *, threshold: float):
-    """(upper, {sig, in}) -> (lower, upper, estimated Jaccard) at or above ``threshold``."""
-    signature = next(iter(groups["sig"]))
-    for lower, other in groups["in"]:
-        similarity = minhash.estimate_jaccard(other, signature)
-        if similarity >= threshold:
-            yield lower, node, similarity
+def edge_ends(_, parts):
+    """A band shard's columns -> its candidate edges' ends, batched by signature shard."""
+    ends: dict = {}
+    for edge in lsh.sorted_star_edges(parts):
+        for position in edge:
+            ends.setdefault(signature_shard(position), []).append((position, edge))
+    for shard, rows in ends.items():
+        yield shard, (ENDS, rows)
+
+
+def join_ends(_, values):
+    """A signature shard's (SIGS, rows) and (ENDS, rows) -> (edge, (node, signature)) per
+    end: the only join of the signatures, one element per signature shard and bundle."""
+    wanted: dict = {}  # a group's values can be iterated again: only the ends stay in memory
+    for kind, rows in values:
+        if kind == ENDS:
+            for position, edge in rows:
+                wanted.setdefault(position, []).append(edge)
+    for kind, rows in values:
+        if kind == SIGS:
+            for position, node, signature in rows:
+                for edge in wanted.get(position, ()):
+                    yield edge, (node, signature)
+
+
+def scored(edge, ends) -> tuple:
+    """(edge, its ends' (node, signature), repeated per band) -> (lower, upper, Jaccard)."""
+    found = {node[:2]: (node, signature) for node, signature in ends}
+    (lower, first), (upper, second) = found[edge[0]], found[edge[1]]
+    return lower, upper, minhash.estimate_jaccard(first, second)
 
 
 def cluster_sizes(centre_counts) -> dict:
@@ -89,17 +155,61 @@ def example(edge) -> dict:
             "jaccard": round(similarity, 4)}
 
 
-def _stats(rows) -> dict:
-    out = {"candidate_pairs": 0, "verified_pairs": 0, "cluster_sizes": {}, "examples": []}
-    for name, value in rows:
-        out[name] = value
-    return out
+def node_rows(node, roles):
+    """A node's roles -> stats rows: ("size", its members) for a cluster's centre, and
+    ("example", edge) for each verified edge from it when it is kept (not a member)."""
+    members, member, edges = 0, False, []
+    for kind, value in roles:
+        if kind == "centre":
+            members += 1
+        elif kind == "member":
+            member = True
+        else:
+            edges.append(value)
+    if members:
+        yield "size", members
+    if not member:
+        for edge in sorted(edges)[:EXAMPLES]:
+            yield "example", edge
 
 
-def _kept_ends(node, groups):
-    """Edges whose lower end is not a member of a cluster: its kept document."""
-    if not any(True for _ in groups["member"]):
-        yield from groups["edge"]
+class StatsFn(beam.CombineFn):
+    """Candidate rows (True when verified) and ``node_rows`` -> the ``totals.json`` dict."""
+
+    def __init__(self, *, threshold: float):
+        super().__init__()
+        self._threshold = threshold
+
+    def create_accumulator(self):
+        return [0, 0, {}, []]
+
+    def add_input(self, acc, row):
+        kind, value = row
+        if kind == "candidate":
+            acc[0] += 1
+            acc[1] += value[2] >= self._threshold
+        elif kind == "size":
+            acc[2][value] = acc[2].get(value, 0) + 1
+        else:
+            acc[3] = sorted([*acc[3], value])[:EXAMPLES]
+        return acc
+
+    def merge_accumulators(self, accs):
+        out = self.create_accumulator()
+        for candidates, verified, sizes, examples in accs:
+            out[0] += candidates
+            out[1] += verified
+            for size, n in sizes.items():
+                out[2][size] = out[2].get(size, 0) + n
+            out[3] = sorted([*out[3], *examples])[:EXAMPLES]
+        return out
+
+    def extract_output(self, acc):
+        candidates, verified, sizes, examples = acc
+        return {"candidate_pairs": candidates, "verified_pairs": verified,
+                "cluster_sizes": cluster_sizes(
+                    count for count, n in sorted(sizes.items()) for _ in range(n)),
+                "examples": [example(e) for e in examples]}
 
 
 class NearDuplicates(beam.PTransform):
@@ -113,54 +223,32 @@ class NearDuplicates(beam.PTransform):
         self._rounds = options.rounds
 
     def expand(self, survivors):
-        bands = self._bands
+        threshold = self._threshold
+        batches = survivors | "Batch" >> beam.ParDo(_BatchFn(bands=self._bands)).with_outputs(
+            BANDS, SIGS)
+        ends = (batches[BANDS] | "GroupByBandShard" >> beam.GroupByKey()
+                | "EdgeEnds" >> beam.FlatMapTuple(edge_ends))
         candidates = (
-            survivors
-            | "Band" >> beam.FlatMap(band_elements, bands=bands)
-            | "GroupByBand" >> beam.GroupByKey()
-            | "StarEdges" >> beam.FlatMapTuple(lambda _, nodes: lsh.star_edges(nodes))
-            | "DistinctEdges" >> beam.Distinct()
-        )
-        verified = self._verify(survivors, candidates)
-        members = (verified | "Edges" >> beam.Map(lambda e: (e[0], e[1]))
-                   | "Components" >> Components(rounds=self._rounds))
+            (batches[SIGS], ends) | "SignaturesAndEnds" >> beam.Flatten()
+            | "BySignatureShard" >> beam.GroupByKey()
+            | "JoinEnds" >> beam.FlatMapTuple(join_ends)
+            | "ByEdge" >> beam.GroupByKey()
+            | "Score" >> beam.MapTuple(scored))
+        verified = candidates | "Verify" >> beam.Filter(lambda e: e[2] >= threshold)
+        members = verified | "Components" >> Components(rounds=self._rounds)
         drops = members | "Drops" >> beam.MapTuple(
             lambda _, node: (node[0], (node[1], NEAR_DUPLICATE)))
         kept = members | "TakeBack" >> beam.MapTuple(lambda _, node: (node[2], (-1, -node[3])))
         return {"drops": drops, "kept": kept,
                 "stats": self._stats(candidates, verified, members)}
 
-    def _verify(self, survivors, candidates):
-        threshold = self._threshold
-        signatures = (survivors | "WithSignature" >> beam.Filter(lambda d: d[4] is not None)
-                      | "SignatureByNode" >> beam.Map(lambda d: (tuple(d[:4]), d[4])))
-        outgoing = (
-            {"sig": signatures, "out": candidates}
-            | "JoinLower" >> beam.CoGroupByKey()
-            | "ToUpper" >> beam.FlatMapTuple(_outgoing)
-        )
-        return (
-            {"sig": signatures, "in": outgoing}
-            | "JoinUpper" >> beam.CoGroupByKey()
-            | "Verify" >> beam.FlatMapTuple(
-                lambda node, groups: _verified(node, groups, threshold=threshold))
-        )
-
     def _stats(self, candidates, verified, members):
-        sizes = (members | "CountPerCentre" >> beam.combiners.Count.PerKey()
-                 | "Counts" >> beam.Values()
-                 | "AllCounts" >> beam.combiners.ToList()
-                 | "Sizes" >> beam.Map(lambda counts: ("cluster_sizes", cluster_sizes(counts))))
-        examples = (
-            {"edge": verified | "EdgeByLower" >> beam.Map(lambda e: (e[0], e)),
-             "member": members | "MemberByNode" >> beam.MapTuple(lambda _, node: (node, None))}
-            | "JoinKept" >> beam.CoGroupByKey()
-            | "KeptEnds" >> beam.FlatMapTuple(_kept_ends)
-            | "Lowest" >> beam.combiners.Top.Smallest(EXAMPLES, key=lambda e: (e[0], e[1]))
-            | "Examples" >> beam.Map(lambda edges: ("examples", [example(e) for e in edges])))
-        counts = [
-            (pc | f"Count{name}" >> beam.combiners.Count.Globally()
-             | f"Name{name}" >> beam.Map(lambda n, name=name: (name, n)))
-            for name, pc in (("candidate_pairs", candidates), ("verified_pairs", verified))]
-        return ((sizes, examples, *counts) | "AllStats" >> beam.Flatten()
-                | "StatRows" >> beam.combiners.ToList() | "Stats" >> beam.Map(_stats))
+        roles = (
+            (members | "Roles" >> beam.FlatMapTuple(
+                lambda centre, node: ((centre, ("centre", None)), (node, ("member", None)))),
+             verified | "EdgeByLower" >> beam.Map(lambda e: (e[0], ("edge", e))))
+            | "AllRoles" >> beam.Flatten() | "RolesByNode" >> beam.GroupByKey()
+            | "NodeRows" >> beam.FlatMapTuple(node_rows))
+        rows = candidates | "CandidateRows" >> beam.Map(lambda e: ("candidate", e))
+        return ((roles, rows) | "AllRows" >> beam.Flatten()
+                | "Stats" >> beam.CombineGlobally(StatsFn(threshold=self._threshold)))

@@ -199,7 +199,7 @@ def test_swapped_tokenizer_is_named(dataset):
 
 @pytest.mark.parametrize("damage, message", [
     (lambda doc: "{ not json", "not valid JSON"),
-    (lambda doc: dict(doc, version=3), "version 3 is not supported"),
+    (lambda doc: dict(doc, version=4), "version 4 is not supported"),
     (lambda doc: dict(doc, version=1), "version 1 was written by an older pilepack"),
     (lambda doc: {k: v for k, v in doc.items() if k != "shards"}, "'shards' is a required"),
     (lambda doc: dict(doc, seq_len=doc["seq_len"] + 1), "shape"),

@@ -1,3 +1,5 @@
+import random
+
 import pytest
 
 from pipeline.quality import lsh
@@ -35,3 +37,49 @@ def test_a_band_group_becomes_a_star_from_its_lowest_member():
     assert lsh.star_edges([(2, 5), (0, 9), (2, 1), (0, 9)]) == [((0, 9), (2, 1)),
                                                                 ((0, 9), (2, 5))]
     assert lsh.star_edges([(1, 1)]) == []
+
+
+def _signatures(seed: int, count: int = 400) -> list[tuple]:
+    """(file, line, subset, tokens, signature) with families sharing some of 16 bands."""
+    rng = random.Random(seed)
+    docs = []
+    for i in range(count):
+        values = [rng.getrandbits(32) for _ in range(64)]
+        if i and rng.random() < 0.5:  # a relative of an earlier document: some bands shared
+            base = docs[rng.randrange(len(docs))][4]
+            values = [int.from_bytes(base[4 * j:4 * j + 4], "little") if rng.random() < 0.6
+                      else v for j, v in enumerate(values)]
+        docs.append((rng.randrange(4), i + 1, "A", 0,
+                     b"".join(v.to_bytes(4, "little") for v in values)))
+    return docs
+
+
+def _reference_edges(docs, bands):
+    groups: dict = {}
+    for doc in docs:
+        for key in lsh.band_keys(doc[4], bands=bands):
+            groups.setdefault(key, []).append(tuple(doc[:2]))
+    return {edge for members in groups.values() for edge in lsh.star_edges(members)}
+
+
+@pytest.mark.parametrize("shards,batches", [(1, 1), (7, 3), (256, 10)])
+def test_sorted_star_edges_are_the_per_key_stars_whatever_the_shards_and_batches(
+        shards, batches):
+    docs = _signatures(seed=shards)
+    expected = _reference_edges(docs, bands=16)
+    assert len(expected) > 100
+    columns = lsh.band_columns(docs[:3], bands=16)
+    assert [(int(b), int(d).to_bytes(8, "big")) for b, d in zip(
+        columns["band"], columns["digest"])] == [
+        (int.from_bytes(k[:2], "big"), k[2:]) for doc in docs[:3]
+        for k in lsh.band_keys(doc[4], bands=16)]
+    random.Random(batches).shuffle(docs)
+    parts: dict = {}
+    for b in range(batches):  # batches as bundles would cut them, each sharded apart
+        columns = lsh.band_columns(docs[b::batches], bands=16)
+        for shard, part in lsh.shard_columns(columns, shards=shards):
+            parts.setdefault(shard, []).append(part)
+    found = [lsh.sorted_star_edges(p) for p in parts.values()]
+    assert set().union(*found) == expected
+    assert len(parts) == shards
+    assert lsh.sorted_star_edges([]) == set()

@@ -16,6 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from datagen.near_duplicates import write_corpus
 from pipeline.config import ReadConfig
+from pipeline.quality import near_dup
 from pipeline.quality.decisions import Decisions
 from pipeline.quality.near_dup import NearDupOptions
 from pipeline.quality.prepass import FindDrops
@@ -102,3 +103,51 @@ def test_two_workers_and_small_chunks_decide_the_same(corpus, decided, tmp_path)
     root, _ = corpus
     _, files = decided
     assert prepass(root, tmp_path / "two", runner=TWO_WORKERS, chunk_bytes=64 << 10) == files
+
+
+def _sig(values):
+    return b"".join(v.to_bytes(4, "little") for v in values)
+
+
+def test_the_join_gives_each_candidate_edge_both_ends_once_scored():
+    a, b, c = (0, 1, "A", 5), (0, 2, "A", 6), (1, 1, "B", 7)
+    edge = ((0, 1), (0, 2))
+    values = [(near_dup.ENDS, [((0, 1), edge), ((0, 2), edge)]),
+              (near_dup.SIGS, [((0, 1), a, _sig([1, 2, 3, 4])), ((0, 2), b, _sig([1, 2, 3, 9])),
+                               ((1, 1), c, _sig([5, 6, 7, 8]))])]
+    ends = list(near_dup.join_ends(0, values))
+    assert sorted(ends) == [(edge, (a, _sig([1, 2, 3, 4]))), (edge, (b, _sig([1, 2, 3, 9])))]
+    both = [value for _, value in ends] * 2  # a pair that met in two bands
+    assert near_dup.scored(edge, both) == (a, b, 0.75)
+
+
+def test_stats_are_the_same_however_the_rows_are_split():
+    n = [(0, i, "A", 1) for i in range(12)]
+    candidates = [(n[0], n[i], 0.9) for i in range(1, 8)] + [(n[8], n[9], 0.5)]
+    roles = [("size", 3), ("size", 1), ("size", 1)] + [
+        ("example", e) for e in reversed(candidates[:7])]
+    rows = [("candidate", e) for e in candidates] + roles
+    fn = near_dup.StatsFn(threshold=0.8)
+
+    def combine(parts):
+        accs = [fn.create_accumulator() for _ in parts]
+        for acc, part in zip(accs, parts):
+            for row in part:
+                fn.add_input(acc, row)
+        return fn.extract_output(fn.merge_accumulators(accs))
+
+    whole = combine([rows])
+    assert whole == combine([rows[::3], rows[1::3], rows[2::3]])
+    assert whole["candidate_pairs"] == 8 and whole["verified_pairs"] == 7
+    assert whole["cluster_sizes"] == {"2": 2, "4": 1}
+    assert [e["dropped"] for e in whole["examples"]] == [[0, i] for i in range(1, 6)]
+    assert fn.extract_output(fn.create_accumulator()) == {
+        "candidate_pairs": 0, "verified_pairs": 0, "cluster_sizes": {}, "examples": []}
+
+
+def test_node_rows_give_a_centre_its_size_and_a_kept_node_its_edges():
+    a, b, c = (0, 1, "A", 0), (0, 2, "A", 0), (0, 3, "A", 0)
+    roles = [("centre", None), ("centre", None), ("edge", (a, c, 0.9)), ("edge", (a, b, 0.9))]
+    assert list(near_dup.node_rows(a, roles)) == [
+        ("size", 2), ("example", (a, b, 0.9)), ("example", (a, c, 0.9))]
+    assert list(near_dup.node_rows(b, [("member", None), ("edge", (b, c, 0.9))])) == []
