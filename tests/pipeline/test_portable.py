@@ -88,6 +88,7 @@ def test_given_tokenizer_same_bytes_as_direct_runner(corpus, tiny_model, given_m
 @pytest.mark.parametrize("variant, flags", [
     ("train_tokenizer", ["--vocab_size=300", "--num_threads=1"]),
     ("dedup_exact", ["--dedup=exact"]),
+    ("near_all_formats", ["--dedup=near", "--formats=tfrecord,megatron,arrayrecord"]),
 ])
 def test_variant_same_bytes_as_direct_runner(corpus, tiny_model, portable, tmp_path, variant,
                                              flags):
@@ -104,6 +105,11 @@ def test_variant_same_bytes_as_direct_runner(corpus, tiny_model, portable, tmp_p
     doc = load(outputs["portable"])
     if variant == "dedup_exact":
         assert sum(doc["accounting"]["filtered"].values()) == DUPLICATES, doc["accounting"]
+    elif variant == "near_all_formats":  # near dedup's rounds, and the extra formats' files
+        assert doc["accounting"]["filtered"].get("duplicate") == DUPLICATES, doc["accounting"]
+        names = _files(outputs["direct"])
+        assert any(n.endswith(".idx") for n in names) and any(
+            n.endswith(".array_record") for n in names), sorted(names)
     else:
         assert "trained" in doc["tokenizer"]
     assert_same_dataset(outputs["portable"], outputs["direct"])
