@@ -78,7 +78,13 @@ def main(argv=None) -> int:
               "--decontaminate=" + ",".join(rel), "--decontaminate_mode=redact",
               "--vocab_size=400", "--seq_len=64", "--runner=DirectRunner"], cwd=work)
         _run(["pipeline.report", "--manifest=out/train", "--output=report"], cwd=work)
-        size = screenshot(quality_page(os.path.join(work, "report")), args.output)
+        page = quality_page(os.path.join(work, "report"))
+        with open(page, encoding="utf-8") as handle:  # the temporary directory is no one's
+            text = handle.read().replace(os.path.realpath(work), "/data/pile").replace(
+                work, "/data/pile")
+        with open(page, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        size = screenshot(page, args.output)
     print(f"wrote {args.output} ({size[0]} x {size[1]} pixels)")
     return 0
 
