@@ -84,8 +84,8 @@ def _inputs(pattern: str, workdir: str, copies: int, mode: str) -> str:
     for copy in range(copies):
         for file, path in enumerate(files):
             target = os.path.join(directory, f"{copy:03d}-{os.path.basename(path)}")
-            if copy == 0 or mode == "exact":  # a copy: the run refuses a symbolic link's
-                shutil.copyfile(path, target)  # mtime changing between listing and reading
+            if copy == 0 or mode == "exact":  # a real copy, read from disk like a larger
+                shutil.copyfile(path, target)  # corpus would be
             else:
                 _shuffled_words(path, target, copy=copy, file=file)
     return directory

@@ -33,6 +33,7 @@ DIGEST = "blake2b-128"
 DIGEST_BYTES = 16
 PREFIXES = 16  # hash files per split: one per first hex digit of the digest
 _TRAILING = " \t\r"
+_NUMPY_FROM = 2048  # bytes; below, numpy's fixed cost is more than two byte searches
 
 
 def normalize(text: str) -> str:
@@ -45,9 +46,28 @@ def normalize(text: str) -> str:
     return text
 
 
+def _has_trailing_blank(data: bytes) -> bool:
+    """Whether some ``\n``-separated line of UTF-8 ``data`` ends in a space, tab or CR."""
+    if b"\r" in data or data.endswith((b" ", b"\t")):
+        return True
+    if len(data) < _NUMPY_FROM:
+        return b" \n" in data or b"\t\n" in data
+    # A two-byte search walks every byte (~1 ns each, twice); numpy looks only at the byte
+    # before each newline.
+    codes = np.frombuffer(data, dtype=np.uint8)
+    before = codes[:-1][codes[1:] == 10]
+    return bool(np.any((before == 32) | (before == 9)))
+
+
 def doc_hash(text: str) -> bytes:
-    """The 16-byte BLAKE2b digest of the normalized text's UTF-8 bytes."""
-    return hashlib.blake2b(normalize(text).encode("utf-8"), digest_size=DIGEST_BYTES).digest()
+    """The 16-byte BLAKE2b digest of the normalized text's UTF-8 bytes (``normalize``, done
+    on the bytes: in UTF-8 the bytes of space, tab, CR and LF only ever stand for those)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    data = text.encode("utf-8")
+    if _has_trailing_blank(data):
+        data = b"\n".join(line.rstrip(b" \t\r") for line in data.split(b"\n"))
+    return hashlib.blake2b(data, digest_size=DIGEST_BYTES).digest()
 
 
 def prefix(digest: bytes) -> int:

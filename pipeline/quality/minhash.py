@@ -12,10 +12,10 @@ mixed by murmur3's ``fmix64``. A shingle is a run of
 document with fewer words has one shingle of all of them, one without words none.
 
 Signature: ``perm`` (a power of two) bins by the top ``log2(perm)`` bits of the shingle hash;
-each bin keeps the least hash among its shingles, of which the signature stores the 32 bits
-after the bin bits (one sort of the hashes: sorted by bin, then value, so the first hash of a
-bin is its minimum). An empty bin (a short document) copies the bin found by probing a fixed
-pseudo-random sequence of bins for that bin until a non-empty one (optimal densification):
+each bin keeps the least hash among its shingles (``np.minimum.at``, no sort), of which the
+signature stores the 32 bits after the bin bits. An empty bin (a short document) copies the
+bin found by probing a fixed pseudo-random sequence of bins for that bin until a non-empty
+one (optimal densification):
 the sequence is the same for every document, so two documents agree on a bin with
 probability about their Jaccard similarity. ``perm`` uint32 values, little-endian, ``4 * perm``
 bytes: a pure function of the text and the options, the same on any machine, runner and worker.
@@ -93,7 +93,18 @@ def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not len(starts):
         return np.zeros(0, dtype=np.uint64), starts
     forward, backward = _powers()
-    return np.add.reduceat(codes * forward[:len(codes)], starts) * backward[starts], starts
+    # Each run's sum from a running total (twice as fast as ``np.add.reduceat``; both wrap
+    # mod 2^64, so the sums are the same): total at the next run's separator minus total
+    # just before this run's. ``starts[0] - 1`` may be -1: the first code is 0, so the total
+    # before it is 0.
+    totals = np.cumsum(codes * forward[:len(codes)])
+    before = totals[starts - 1]
+    if starts[0] == 0:
+        before[0] = 0
+    upto = np.empty_like(before)
+    upto[:-1] = totals[starts[1:] - 1]
+    upto[-1] = totals[-1]
+    return (upto - before) * backward[starts], starts
 
 
 def word_hashes(text: str) -> np.ndarray:
@@ -162,25 +173,18 @@ def _densify(values: np.ndarray, filled: np.ndarray) -> None:
         block += 1
 
 
-@functools.lru_cache(maxsize=8)
-def _bins(perm: int) -> tuple[np.ndarray, np.ndarray]:
-    """The least hash of each bin (its first when sorted) and the bins' numbers."""
-    shift = np.uint64(64 - (perm.bit_length() - 1))
-    number = np.arange(perm, dtype=np.uint64)
-    return number << shift, number
-
-
 def signature(text: str, *, options: MinHashOptions) -> bytes | None:
     """``text``'s MinHash signature (``4 * options.perm`` bytes), or None without words."""
     shingles = shingle_hashes(text, shingle_words=options.shingle_words)
     if not len(shingles):
         return None
-    shingles.sort()  # by bin (the top bits), then value: a bin's first is its minimum
-    lowest, number = _bins(options.perm)
-    first = shingles[np.minimum(np.searchsorted(shingles, lowest), len(shingles) - 1)]
     bits = np.uint64(options.perm.bit_length() - 1)
-    values = ((first << bits) >> np.uint64(32)).astype("<u4")
-    filled = (first >> np.uint64(64 - bits)) == number
+    bins = (shingles >> (np.uint64(64) - bits)).astype(np.intp)
+    least = np.full(options.perm, _MASK, dtype=np.uint64)
+    np.minimum.at(least, bins, shingles)  # each bin's least hash: no sort needed
+    values = ((least << bits) >> np.uint64(32)).astype("<u4")
+    filled = np.zeros(options.perm, dtype=bool)
+    filled[bins] = True
     if not filled.all():
         _densify(values, filled)
     return values.tobytes()

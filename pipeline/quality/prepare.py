@@ -2,8 +2,9 @@
 the main pipeline its constructor arguments (``QualityRun``).
 
 ``resolve`` runs before anything is written (a wrong ``--exclude_docs_from`` fails in
-seconds); ``prepare`` runs after the tokenizer is ready. The pre-pass (``pipeline.quality.prepass``)
-runs only when it has work: ``--dedup``, ``--exclude_docs_from`` or ``--subset_tokens``;
+seconds); ``prepare`` runs after the tokenizer is ready. The pre-pass
+(``pipeline.quality.prepass``) runs only when it has work: ``--dedup``,
+``--exclude_docs_from``, ``--decontaminate`` or ``--subset_tokens``;
 ``--subset_weights`` alone needs none (each document's repeats follow from its subset, the
 seed and its position).
 """

@@ -15,7 +15,9 @@ per-subset totals a token budget needs. A Beam pipeline of its own, run before t
    found in one streaming pass over the group. With ``--dedup=near`` the survivors (with
    their MinHash signatures, computed in ``KeyByHash``) go on to
    ``pipeline.quality.near_dup.NearDuplicates``: its drops join the exact ones, and its
-   kept-count corrections the per-subset sums.
+   kept-count corrections the per-subset sums. With neither ``--dedup`` nor
+   ``--exclude_docs_from`` there is nothing to group: no hash is computed, every document
+   left by ``--decontaminate``'s scan is kept.
 3. The drops, grouped by input file, become one decision file per input file
    (``pipeline.quality.decisions``, every input file gets one); the kept documents' counts and
    tokens, summed per subset, become ``totals.json``.
@@ -188,9 +190,10 @@ class FindDrops(beam.PTransform):
         self._num_threads = num_threads
 
     @property
-    def _decides(self) -> bool:
-        return (self._dedup or bool(self._hash_files or self._raw_files)
-                or self._decontaminate is not None)
+    def _groups(self) -> bool:
+        """Whether documents meet by hash: ``--dedup`` or ``--exclude_docs_from``. The scan's
+        drops (``--decontaminate``) need no hash."""
+        return self._dedup or bool(self._hash_files or self._raw_files)
 
     def expand(self, files):
         directory = self._directory
@@ -203,14 +206,16 @@ class FindDrops(beam.PTransform):
             chunks, scan_drops = scanned["chunks"], [scanned["drops"]]
         docs = chunks | "KeyByHash" >> beam.ParDo(_KeyByHashFn(
             model_path=self._model_path, encoder=self._encoder,
-            num_threads=self._num_threads, hashed=self._decides,
+            num_threads=self._num_threads, hashed=self._groups,
             minhash=self._near.minhash if self._near else None))
         rows = []
-        if self._decides:
+        if self._groups:
             kept, excluded, rows = self._decide(files, docs, scan_drops)
-        else:  # a token budget alone: every document is kept, nothing to group
+        else:  # a token budget or the scan alone: every document scanned is kept, no grouping
             kept = docs | "AllKept" >> beam.Map(lambda kv: (kv[1][2], (1, kv[1][3])))
             excluded = files.pipeline | "NoExclusions" >> beam.Create([])
+            if scan_drops:
+                _write_decisions(files, scan_drops, directory=directory)
         sums = kept | "SumPerSubset" >> beam.CombinePerKey(_sum_pairs)
         return (
             (sums | "AsSubsetRows" >> beam.Map(lambda kv: ("subset", kv)),
@@ -244,16 +249,21 @@ class FindDrops(beam.PTransform):
             drops.append(found["drops"])
             kept = (kept, found["kept"]) | "KeptAfterNear" >> beam.Flatten()
             rows.append(found["stats"] | "AsNearRows" >> beam.Map(lambda s: (NEAR_DUP, s)))
-        # Every input file gets a decision file, an empty one when nothing of it drops.
-        every_file = files | "EveryFile" >> beam.Map(lambda f: (f.index, None))
-        (
-            (*drops, every_file)
-            | "AllDrops" >> beam.Flatten()
-            | "GroupByInputFile" >> beam.GroupByKey()
-            | "WriteDecisions" >> beam.MapTuple(lambda index, drops: quality_files.write_decisions(
-                (d for d in drops if d is not None), directory=directory, file_index=index))
-        )
+        _write_decisions(files, drops, directory=directory)
         return kept, decided[EXCLUDED] | "CountExcluded" >> beam.CombineGlobally(sum), rows
+
+
+def _write_decisions(files, drops, *, directory: str):
+    """(file, (line, reason)) PCollections -> one decision file per input file, an empty one
+    when nothing of it drops."""
+    every_file = files | "EveryFile" >> beam.Map(lambda f: (f.index, None))
+    return (
+        (*drops, every_file)
+        | "AllDrops" >> beam.Flatten()
+        | "GroupByInputFile" >> beam.GroupByKey()
+        | "WriteDecisions" >> beam.MapTuple(lambda index, drops: quality_files.write_decisions(
+            (d for d in drops if d is not None), directory=directory, file_index=index))
+    )
 
 
 def every_subset(config: ReadConfig) -> ReadConfig:

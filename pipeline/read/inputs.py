@@ -42,6 +42,7 @@ def expand_inputs(spec: str) -> list[InputFile]:
             if not matches:
                 raise InputError(f"--input {item!r} matches no file; check the pattern")
             for path, info in matches.items():
+                info = _followed(fs, path, info, item=item)
                 if info.get("type") != "directory":
                     found[_with_scheme(item, path)] = info
         elif fs.isdir(stripped):
@@ -54,7 +55,8 @@ def expand_inputs(spec: str) -> list[InputFile]:
                     f"--input directory {item!r} holds no {', '.join(SUFFIXES[:4])} files"
                 )
             for info in listed:
-                found[_with_scheme(item, info["name"])] = info
+                found[_with_scheme(item, info["name"])] = _followed(fs, info["name"], info,
+                                                                     item=item)
         elif fs.exists(stripped):
             # Spelled like glob and directory matches, so a file named twice is read once.
             found[_with_scheme(item, stripped)] = fs.info(stripped)
@@ -63,6 +65,19 @@ def expand_inputs(spec: str) -> list[InputFile]:
     return [InputFile(index=i, path=p, bytes=int(found[p].get("size") or 0),
                       version=file_version(found[p]))
             for i, p in enumerate(sorted(found))]
+
+
+def _followed(fs, path: str, info: dict, *, item: str) -> dict:
+    """A listing's entry for a symbolic link describes the link (its mtime, type "other");
+    the check before reading (``fs.info``) describes its target. Take the target's, so that a
+    linked input is not mistaken for a changed one."""
+    if not info.get("islink"):
+        return info
+    try:
+        return fs.info(path)
+    except FileNotFoundError:
+        raise InputError(f"--input {item!r}: {path} is a symbolic link to a missing file "
+                         f"({info.get('destination', '?')}); fix or remove the link") from None
 
 
 def file_version(info: dict) -> str:

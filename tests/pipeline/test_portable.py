@@ -2,8 +2,8 @@
 Beam's job service over gRPC as a Runner API proto, and its DoFns are unpickled and run in SDK
 worker processes started by a separate worker pool (``tests.portable``). What it writes --
 shards, tokenizer, dead letters, document hashes, manifest -- is byte-identical to the
-DirectRunner's, also when it trains the tokenizer, deduplicates, or loses a worker process
-mid-run and is rerun."""
+DirectRunner's, also when it trains the tokenizer, deduplicates, decontaminates against an
+evaluation set, or loses a worker process mid-run and is rerun."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from common import storage
+from datagen.contamination import make_corpus
 from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
 from tests.pipeline.conftest import tiny_text
@@ -112,6 +113,54 @@ def test_variant_same_bytes_as_direct_runner(corpus, tiny_model, portable, tmp_p
             n.endswith(".array_record") for n in names), sorted(names)
     else:
         assert "trained" in doc["tokenizer"]
+    assert_same_dataset(outputs["portable"], outputs["direct"])
+
+
+PLANTED = 16  # documents holding an evaluation passage
+
+
+@pytest.fixture(scope="module")
+def contaminated(tmp_path_factory) -> pathlib.Path:
+    """``PLANTED`` of 64 documents hold an evaluation passage (``datagen.contamination``),
+    split over a zstd file (with a broken line) and a plain one; a third, clean file gets an
+    empty decision file. The evaluation file lies beside the inputs, in ``eval.jsonl``."""
+    made = make_corpus(seed=7, documents=64, passages=8, planted=PLANTED, min_words=13)
+    root = tmp_path_factory.mktemp("portable-contaminated")
+    docs = [pile_doc(text, ("A", "B")[i % 2]) for i, text in enumerate(made.documents)]
+    (root / "in").mkdir()
+    write_jsonl_zst(root / "in" / "00.jsonl.zst", docs[:20] + [b'{"text": "broken'] + docs[20:40],
+                    frames=2)
+    write_jsonl(root / "in" / "01.jsonl", docs[40:])
+    write_jsonl(root / "in" / "02.jsonl", [pile_doc(tiny_text(i, 60)) for i in range(8)])
+    write_jsonl(root / "eval.jsonl", [{"text": text} for text in made.passages])
+    return root
+
+
+@pytest.mark.parametrize("mode", ["drop", "redact"])
+def test_decontaminate_same_bytes_as_direct_runner(contaminated, tiny_model, portable, tmp_path,
+                                                   mode):
+    """``--decontaminate`` (the pre-pass scans for evaluation n-grams, then the main pipeline
+    drops or cuts what it found) gives the same dataset through the job service as in-process,
+    and finds every planted passage."""
+    outputs = {}
+    for name, beam_args in (("direct", ["--runner=DirectRunner"]),
+                            ("portable", portable.beam_args)):
+        outputs[name] = tmp_path / name / "train"
+        assert _run("--input", contaminated / "in", "--tokenizer_model", tiny_model,
+                    "--decontaminate", contaminated / "eval.jsonl",
+                    f"--decontaminate_mode={mode}", output=outputs[name],
+                    beam_args=beam_args) == 0, portable.logs()
+    doc = load(outputs["portable"])
+    subsets = doc["quality"]["decontamination"]["subsets"]
+    counted = {what: sum(row[what] for row in subsets.values())
+               for what in ("documents_dropped", "documents_redacted", "spans")}
+    if mode == "drop":
+        assert doc["accounting"]["filtered"] == {"decontaminated": PLANTED}, doc["accounting"]
+        assert counted == {"documents_dropped": PLANTED, "documents_redacted": 0, "spans": 0}
+    else:
+        assert doc["accounting"]["filtered"] == {}, doc["accounting"]
+        assert counted == {"documents_dropped": 0, "documents_redacted": PLANTED,
+                           "spans": PLANTED}
     assert_same_dataset(outputs["portable"], outputs["direct"])
 
 

@@ -5,12 +5,20 @@ same bytes as one."""
 import json
 import pathlib
 
+import apache_beam as beam
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from datagen.contamination import make_corpus
 from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
+from pipeline.config import ReadConfig
 from pipeline.dataset import reader
+from pipeline.quality import eval_sets
+from pipeline.quality.decisions import Decisions, read_totals
+from pipeline.quality.decontaminate import DecontaminateOptions
+from pipeline.quality.prepass import FindDrops
+from pipeline.read.inputs import expand_inputs
 from schemas import manifest
 from tokenizer.encoder import load_model_bytes, processor_from_bytes
 
@@ -106,3 +114,34 @@ def test_bad_evaluation_files_fail_with_one_line(corpus, tiny_model, tmp_path, c
     assert run.main([*base, "--output", str(tmp_path / "c"), "--decontaminate", str(bad),
                      "--decontaminate_field=question"]) == 2  # line 1 lacks it now
     assert f"{bad} line 1 has no string 'question'" in capsys.readouterr().err
+
+
+def test_scan_alone_groups_nothing_by_hash(corpus, tmp_path):
+    """The pre-pass with ``--decontaminate`` alone: the scan's drops need no document hash, so
+    nothing is grouped by hash; every input file still gets its decision file (the clean one an
+    empty one), and the kept documents are counted per subset."""
+    write_jsonl(tmp_path / "clean.jsonl", [pile_doc("nothing planted here", "A")])
+    inputs = expand_inputs(f"{corpus['root'] / 'train.jsonl.zst'},{tmp_path / 'clean.jsonl'}")
+    source = str(corpus["root"] / "eval.jsonl")
+    options = DecontaminateOptions(
+        files=eval_sets.resolve((source,), field="text", inputs=inputs), names=(source,), n=13,
+        mode="drop", field="text")
+    directory = tmp_path / "quality"
+    p = beam.Pipeline(options=PipelineOptions(["--runner=DirectRunner"]))
+    _ = (p | beam.Create(inputs)
+         | FindDrops(config=ReadConfig(chunk_bytes=20000), paths=tuple(f.path for f in inputs),
+                     directory=str(directory), dedup=False, decontaminate=options))
+    names = [t.unique_name for t in p.to_runner_api().components.transforms.values()]
+    assert not [name for name in names if "GroupByHash" in name]
+    assert [name for name in names if name.endswith("/GroupByInputFile")]
+    p.run().wait_until_finish()
+
+    train = next(f.index for f in inputs if f.path.endswith("train.jsonl.zst"))
+    dropped = {plant.document for plant in corpus["made"].plants} | {120, 121}
+    decisions = Decisions.load(str(directory), train)
+    assert {line - 1 for line in range(1, 123) if decisions.reason(line)} == dropped
+    assert len(Decisions.load(str(directory), 1 - train)) == 0
+    kept = [i for i in range(122) if i not in dropped]
+    assert read_totals(str(directory)) == {"excluded_hashes": 0, "subsets": {
+        "A": {"documents": sum(i % 2 == 0 for i in kept) + 1, "tokens": 0},
+        "B": {"documents": sum(i % 2 == 1 for i in kept), "tokens": 0}}}

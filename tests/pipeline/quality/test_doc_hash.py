@@ -46,6 +46,25 @@ def test_fast_paths_equal_the_definition_on_random_texts():
         assert doc_hash.normalize(text) == expected, repr(text)
 
 
+def test_digest_on_bytes_equals_the_definition_on_short_and_long_texts():
+    # doc_hash() strips the lines of the UTF-8 bytes, and looks for blanks before a newline
+    # with numpy from 2 KB: both must give the digest of normalize()'s text.
+    import random
+
+    rng = random.Random(11)
+    alphabet = ["a", "é", " ", "\t", "\r", "\n", "e\u0301", "\u00a0", "\u2028", "日", "word "]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+             for _ in range(2000)]
+    long_clean = "line of text\n" * 400
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(500, 1500)))
+              for _ in range(100)]
+    texts += [long_clean, long_clean + " ", long_clean[:2500] + " \n" + long_clean,
+              long_clean[:3000] + "\t\nend", "é" * 1500 + " \nx"]
+    for text in texts:
+        expected = hashlib.blake2b(doc_hash.normalize(text).encode(), digest_size=16).digest()
+        assert doc_hash.doc_hash(text) == expected, repr(text[:80])
+
+
 def test_digest_is_blake2b_128_of_the_normalized_utf8():
     text = "e\u0301 \r\nz"
     assert doc_hash.normalize(text) == "é\nz"

@@ -7,6 +7,7 @@ import fsspec
 import pytest
 
 from common import storage
+from common.errors import InputError
 from pipeline.read.inputs import InputFile, expand_inputs
 
 
@@ -118,6 +119,33 @@ def test_a_file_changed_or_removed_after_listing_stops_the_read(corpus):
     os.remove(path)
     with pytest.raises(InputChangedError, match="disappeared"):
         list(read_file(listed, config=ReadConfig()))
+
+
+@pytest.mark.parametrize("form", ["directory", "glob", "file"])
+def test_a_symbolic_link_is_listed_as_its_target_and_read(tmp_path, form):
+    # A listing describes the link itself (its own mtime); the check before reading, the
+    # target: the two must agree, or every linked input reads as "changed after listing".
+    from pipeline.config import ReadConfig
+    from pipeline.read.stage import read_file
+
+    target = tmp_path / "real" / "a.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(b'{"text": "x", "meta": {"pile_set_name": "A"}}\n')
+    os.utime(target, (1_577_836_800, 1_577_836_800))  # older than the link
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "a.jsonl").symlink_to(target)
+    spec = {"directory": links, "glob": links / "*.jsonl", "file": links / "a.jsonl"}[form]
+    (listed,) = expand_inputs(str(spec))
+    assert listed.bytes == target.stat().st_size
+    assert listed.version == "mtime=1577836800.0"
+    assert len(list(read_file(listed, config=ReadConfig()))) >= 1
+
+
+def test_a_dangling_symbolic_link_is_refused_by_name(tmp_path):
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    with pytest.raises(InputError, match="symbolic link to a missing file"):
+        expand_inputs(str(tmp_path / "*.jsonl"))
 
 
 def test_a_file_changed_while_it_is_read_stops_the_read(tmp_path):
