@@ -63,9 +63,13 @@ def _round(edges: set) -> set:
 
 def converged(edges) -> bool:
     """Whether ``edges`` (lower end first) form stars around their least nodes: no node is
-    both the lower end of one edge and the upper end of another."""
-    lower = {a for a, _ in edges}
-    return not lower & {b for _, b in edges}
+    both the lower end of one edge and the upper end of another, and no upper end has two
+    lower ones (two centres: one component not yet merged)."""
+    lower, centre = {a for a, _ in edges}, {}
+    for a, b in edges:
+        if centre.setdefault(b, a) != a:
+            return False
+    return not lower & centre.keys()
 
 
 def rounds_needed(edges, *, limit: int = 64) -> int:
@@ -108,9 +112,10 @@ def _small_star_both_ways(node, smaller):
 
 def _check(node, roles):
     """(node, [(role, other)]) -> (centre, node) for a member; a node that is a centre of
-    one edge and a member of another is a component not merged: an error."""
+    one edge and a member of another, or a member of two centres, is a component not merged:
+    an error."""
     kinds = {kind for kind, _ in roles}
-    if len(kinds) > 1:
+    if len(kinds) > 1 or (kinds == {"upper"} and len({other for _, other in roles}) > 1):
         raise ComponentsNotConverged(
             f"near-duplicate candidates around document {node[:2]} (input file, line) did not "
             f"merge into one cluster in the unrolled rounds: a chain of near-duplicates longer "

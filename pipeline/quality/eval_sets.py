@@ -54,12 +54,17 @@ def resolve(sources: tuple[str, ...], *, field: str,
     """Every file of every evaluation set, checked to exist (no data is read).
 
     Raises:
-      ConfigError: too many sets, a file that is also an ``--input`` of this run;
+      ConfigError: too many sets, a set named twice, a file that is also an ``--input`` of
+        this run;
       InputError: a source that matches no file.
     """
     if len(sources) > MAX_SETS:
         raise ConfigError(f"--decontaminate names {len(sources)} evaluation sets, at most "
                           f"{MAX_SETS}: merge some into one file")
+    repeated = sorted({s for s in sources if sources.count(s) > 1})
+    if repeated:  # each would be a set of its own under one name: counted twice in the report
+        raise ConfigError(f"--decontaminate names {', '.join(repeated)} more than once: "
+                          "give each evaluation set once")
     own = {f.path for f in inputs}
     files = []
     for index, source in enumerate(sources):

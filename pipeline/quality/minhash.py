@@ -6,8 +6,8 @@ letter or a digit (whitespace, punctuation, ``_``, control characters) separates
 every other byte (non-ASCII: accented letters, other scripts, non-ASCII spaces) stays inside
 its word; non-ASCII letters are not lowercased. A word hashes to 64 bits by a polynomial
 over its bytes (``sum c_j * P^(j+1) mod 2^64``, ``P`` odd), computed for all words at once
-with numpy (``np.add.reduceat`` over the word starts, shifted back by ``P^-start``), then
-mixed by murmur3's ``fmix64``. A shingle is a run of
+with numpy (a running total of ``c_j P^(j+1)`` differenced at the word starts, shifted back
+by ``P^-start``), then mixed by murmur3's ``fmix64``. A shingle is a run of
 ``shingle_words`` consecutive words, its words combined polynomially and mixed again; a
 document with fewer words has one shingle of all of them, one without words none.
 
@@ -148,12 +148,12 @@ def shingle_hashes(text: str, *, shingle_words: int) -> np.ndarray:
     return _fmix64(combined)
 
 
-@functools.lru_cache(maxsize=64)
-def _probe_block(perm: int, block: int) -> np.ndarray:
-    """Row ``i``: probes ``block * _PROBES ..`` of the fixed pseudo-random sequence of bins
-    that an empty bin ``i`` probes (the same for every document)."""
+def _probes(rows: np.ndarray, *, perm: int, block: int) -> np.ndarray:
+    """Row ``r``: probes ``block * _PROBES ..`` of the fixed pseudo-random sequence of bins
+    that the empty bin ``rows[r]`` probes (the same for every document). Computed for the
+    empty bins only: a short document at a large ``perm`` has many, a long one few."""
     probe = np.arange(block * _PROBES, (block + 1) * _PROBES, dtype=np.uint64)
-    index = np.add.outer(np.arange(perm, dtype=np.uint64) << np.uint64(32), probe)
+    index = np.add.outer(rows.astype(np.uint64) << np.uint64(32), probe)
     shift = np.uint64(64 - (perm.bit_length() - 1))
     return (_fmix64(index * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)) >> shift).astype(
         np.intp)
@@ -161,10 +161,14 @@ def _probe_block(perm: int, block: int) -> np.ndarray:
 
 def _densify(values: np.ndarray, filled: np.ndarray) -> None:
     """Each empty bin takes the value of the first filled bin of its probe sequence."""
+    full = np.flatnonzero(filled)
+    if len(full) == 1:  # every sequence ends at the one filled bin: no need to probe
+        values[:] = values[full[0]]
+        return
     empty = np.flatnonzero(~filled)
     block = 0
     while len(empty):
-        table = _probe_block(len(values), block)[empty]
+        table = _probes(empty, perm=len(values), block=block)
         hit = filled[table]
         first = hit.argmax(axis=1)
         found = hit[np.arange(len(empty)), first]

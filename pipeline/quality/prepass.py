@@ -12,7 +12,8 @@ per-subset totals a token budget needs. A Beam pipeline of its own, run before t
 2. ``CoGroupByKey`` by hash: a shuffle keyed by hash, so no process ever holds the set of
    all hashes. Per hash: excluded -> every document drops (``contaminated``); else with
    ``--dedup=exact`` the lowest (file, line) is kept and the others drop (``duplicate``),
-   found in one streaming pass over the group. With ``--dedup=near`` the survivors (with
+   found in one pass over the group (whose values Beam's Python SDK holds as a list: all
+   copies of one document on one worker). With ``--dedup=near`` the survivors (with
    their MinHash signatures, computed in ``KeyByHash``) go on to
    ``pipeline.quality.near_dup.NearDuplicates``: its drops join the exact ones, and its
    kept-count corrections the per-subset sums. With neither ``--dedup`` nor

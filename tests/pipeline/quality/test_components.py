@@ -61,3 +61,19 @@ def test_the_beam_transform_fails_when_the_rounds_do_not_merge_a_chain():
         with BeamTestPipeline() as p:
             _ = p | beam.Create(edges) | Components(rounds=1)
     assert "raise --near_dup_threshold" in str(info.value)
+
+
+def test_an_upper_node_with_two_lower_ends_is_not_converged():
+    # (1, 3) and (2, 3): no node is both a lower and an upper end, but 3 has two centres,
+    # so 1 and 2 are one component that is not merged yet.
+    assert not components.converged({(1, 3), (2, 3)})
+    assert components.rounds_needed([(1, 3), (2, 3)]) == 1
+    with pytest.raises(ComponentsNotConverged):
+        components.components([(1, 3), (2, 3)], rounds=0)
+
+
+def test_the_beam_check_refuses_a_member_of_two_centres():
+    edges = [(_node(1), _node(3)), (_node(2), _node(3))]
+    with pytest.raises(Exception, match="did not merge into one cluster"):
+        with BeamTestPipeline() as p:
+            _ = p | beam.Create(edges) | Components(rounds=0)

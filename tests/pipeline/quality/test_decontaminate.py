@@ -145,3 +145,13 @@ def test_scan_alone_groups_nothing_by_hash(corpus, tmp_path):
     assert read_totals(str(directory)) == {"excluded_hashes": 0, "subsets": {
         "A": {"documents": sum(i % 2 == 0 for i in kept) + 1, "tokens": 0},
         "B": {"documents": sum(i % 2 == 1 for i in kept), "tokens": 0}}}
+
+
+def test_an_evaluation_set_named_twice_is_refused(tmp_path):
+    # Two sets under one name would add up in the report: one matching document counted twice.
+    from common.errors import ConfigError
+
+    source = tmp_path / "eval.jsonl"
+    source.write_text('{"text": "a passage"}\n')
+    with pytest.raises(ConfigError, match="more than once"):
+        eval_sets.resolve((str(source), str(source)), field="text", inputs=())
