@@ -58,9 +58,12 @@ class BlockCache:
             extents = [self._extent(index) for index in indexes]
             frames = self.source.read(np.concatenate(extents))
             bounds = np.cumsum([0, *map(len, extents)])
+            # each block owns its rows: a slice would keep the whole fetch alive while any
+            # block of it is held, so evicting a block would free nothing
+            blocks = [frames] if len(indexes) == 1 else [
+                frames[start:end].copy() for start, end in zip(bounds[:-1], bounds[1:])]
             with self._lock:
-                for index, start, end in zip(indexes, bounds[:-1], bounds[1:]):
-                    self._blocks[index] = frames[start:end]
+                self._blocks.update(zip(indexes, blocks))
                 self.fetched += len(indexes)
         finally:
             with self._lock:

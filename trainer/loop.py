@@ -21,7 +21,13 @@ from trainer.model import GPTConfig, build_model, param_count
 from trainer.observe.telemetry import Telemetry
 from trainer.optim import build_optimizer
 from trainer.step import make_batch_train_step
-from trainer.train_input import log_order_reads, log_resume, resolve_order, train_input
+from trainer.train_input import (
+    log_order_reads,
+    log_resume,
+    recorded_order,
+    resolve_order,
+    train_input,
+)
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +198,7 @@ class _Run:
 
     def _record_run(self, saved: run_record.RunRecord | None) -> None:
         """Say how a resumed run continues the data order; the chief writes ``run.json`` for a
-        new run."""
+        new run, and rewrites its data order when a resumed run changed it."""
         backend = self.backend
         # --order_block, --order_window: 0 is the resumed run's, else the split's default
         self.cfg = cfg = resolve_order(cfg=self.cfg, train_data=self.train_data,
@@ -205,11 +211,12 @@ class _Run:
             "order_block": cfg.order_block,
             "order_window": cfg.order_window,
         }
+        previous = None
         if saved is not None:
             # run.json written before --order, --order_block or --order_window existed
-            log_resume(saved={"order": "files", "order_block": 1, "order_window": 1,
-                              **saved.data},
-                       now=data_split, examples_seen=int(self.examples_seen.numpy()))
+            previous = {"order": "files", "order_block": 1, "order_window": 1, **saved.data}
+            log_resume(saved=previous, now=data_split,
+                       examples_seen=int(self.examples_seen.numpy()))
         if backend.is_chief:
             log_order_reads(cfg=cfg, train_data=self.train_data, pipelines=backend.world_size)
             parameters = f"{param_count(self.model_config):,}"
@@ -222,6 +229,11 @@ class _Run:
                     tokenizer=compat.tokenizer_identity(self.train_data),
                 )
                 run_record.write(record, model_dir=self.model_dir)
+            elif (changed := recorded_order(saved=previous, now=data_split)) is not None:
+                # the checkpoints from here on are positions in this order: a resume with the
+                # flags at 0 must continue it, not the order of the run that wrote run.json
+                run_record.write(dataclasses.replace(saved, data=changed),
+                                 model_dir=self.model_dir)
 
     def _prepare_steps(self, *, eval_data: Dataset | None, map_input) -> None:
         """The input iterator (resuming after the batches already trained on), the train step

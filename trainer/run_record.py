@@ -22,7 +22,9 @@ VERSION = 1
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
     """Attributes: model, train: the configs; tokenizer: ``compat.tokenizer_identity``;
-    data: how the data was split (train manifest, input pipelines, global batch)."""
+    data: how the data was split (train manifest, input pipelines, global batch) and its
+    order, rewritten by a resumed run that changes the order (``train_input.recorded_order``);
+    the rest is the first run's."""
 
     model: GPTConfig
     train: TrainConfig

@@ -37,7 +37,8 @@ def written_shuffled(dataset: Dataset) -> bool:
 
 def resolve_order(*, cfg: TrainConfig, train_data: Dataset, saved: dict | None) -> TrainConfig:
     """``cfg`` with ``--order_block`` and ``--order_window`` of 0 replaced: by the resumed run's
-    (``saved``: ``run.json``'s data section), so a resume keeps its order, else by the defaults
+    (``saved``: ``run.json``'s data section, which holds the order of the latest run that
+    changed it), so a resume keeps its order, else by the defaults
     for the split (``trainer.window_order``: a split written with ``--shuffle=global`` is a
     random permutation already, so blocks lose nothing there)."""
     if cfg.order != "global":
@@ -56,6 +57,18 @@ def resolve_order(*, cfg: TrainConfig, train_data: Dataset, saved: dict | None) 
                  "a split written %s)", block, window,
                  "with --shuffle=global" if shuffled else "in input order")
     return resolved
+
+
+ORDER_KEYS = ("order", "order_block", "order_window")
+
+
+def recorded_order(*, saved: dict, now: dict) -> dict | None:
+    """``run.json``'s data section (``saved``) with the order of the resumed run (``now``), or
+    None when that order is the recorded one. Its checkpoints are positions in its order, so
+    ``resolve_order`` must give the next resume this order, not the one the first run used."""
+    if all(saved.get(key) == now[key] for key in ORDER_KEYS):
+        return None
+    return {**saved, **{key: now[key] for key in ORDER_KEYS}}
 
 
 def log_order_reads(*, cfg: TrainConfig, train_data: Dataset, pipelines: int) -> None:

@@ -20,11 +20,12 @@ def megatron_section(pairs: Sequence, *, formats: Sequence[str], vocab_size: int
                          "files": [p.to_json() for p in pairs]}}
 
 
-def pairs_problem(pairs: Sequence, *, copies: int) -> str | None:
-    """What is wrong when Megatron pairs were written but do not hold every document copy the
-    part files hold (each exactly once); None otherwise."""
+def pairs_problem(pairs: Sequence, *, copies: int, formats: Sequence[str]) -> str | None:
+    """What is wrong when ``--formats=...,megatron`` asked for pairs and they do not hold every
+    document copy the part files hold (each exactly once: none lost, none reported twice, and
+    pairs whenever documents were written); None otherwise."""
     paired = sum(pair.documents for pair in pairs)
-    if not pairs or paired == copies:
+    if MEGATRON not in formats or paired == copies:
         return None
     return (f"the part files hold {copies:,} documents, but the {len(pairs)} Megatron pairs "
             f"reported {paired:,}: a pair was lost or reported twice")

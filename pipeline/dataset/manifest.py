@@ -236,7 +236,8 @@ def unwritten_documents(summary: Summary, *, inputs: list) -> list[tuple[str, st
     return wrong
 
 
-def check_documents_accounted(summary: Summary, *, inputs: list) -> None:
+def check_documents_accounted(summary: Summary, *, inputs: list,
+                              formats: tuple[str, ...]) -> None:
     """Raise DocumentsUnaccounted, naming the first file and both counts, unless every document
     Parse passed on reached the part files once per copy, and the shards hold every record of
     the parts (called before anything is committed, after ``check_lines_accounted``)."""
@@ -258,7 +259,8 @@ def check_documents_accounted(summary: Summary, *, inputs: list) -> None:
             f"the part files hold {parted:,} records, but the {len(summary.shards)} shards "
             f"reported {sharded:,}: a shard was lost or reported twice between its plan and the "
             f"manifest, {rerun}")
-    problem = pairs_problem(summary.megatron, copies=sum(p.copies for p in summary.parts.values()))
+    problem = pairs_problem(summary.megatron, copies=sum(p.copies for p in summary.parts.values()),
+                            formats=formats)
     if problem:
         raise DocumentsUnaccounted(f"{problem}, {rerun}")
 
@@ -346,7 +348,7 @@ class _CommitManifestFn(beam.DoFn):
 
     def process(self, summary: Summary):
         check_lines_accounted(summary, inputs=self._inputs)
-        check_documents_accounted(summary, inputs=self._inputs)
+        check_documents_accounted(summary, inputs=self._inputs, formats=self._config.formats)
         doc = build_manifest(summary, config=self._config, spec=self._spec,
                              tokenizer=self._tokenizer, inputs=self._inputs,
                              run_id=self._run_id, quality=self._quality)

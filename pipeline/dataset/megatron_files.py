@@ -3,9 +3,11 @@
 ``pair_problems`` is ``pipeline.verify``'s check of each pair: both files present, sizes and
 sha256 as listed, the ``.idx`` consistent (``schemas.megatron_index.index_problem``: dtype,
 one document per sequence, pointers, the ``.bin``'s size), its documents and tokens as listed,
-every token id inside the vocabulary. ``iter_documents`` reads the documents back in order, and
-``matching_records`` checks them, in ``pipeline.roundtrip``, against the documents decoded from
-the TFRecord shards: each Megatron document is the record stream's document followed by EOS.
+every token id inside the vocabulary. ``iter_documents`` reads the documents back in order (a
+DataError naming the file when a pair cannot be read), and ``matching_records`` checks them,
+in ``pipeline.roundtrip``, against the documents decoded from the TFRecord shards: each
+Megatron document is the record stream's document followed by EOS (an unreadable pair: one
+mismatch line).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from common import storage
+from common.errors import DataError
 from schemas import manifest as manifest_lib
 from schemas.megatron_index import index_problem, parse_index
 
@@ -99,15 +102,27 @@ def listed_paths(doc: dict) -> set[str]:
 
 
 def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:
-    """Every Megatron document (its tokens and EOS), pair after pair, in the manifest's order."""
+    """Every Megatron document (its tokens and EOS), pair after pair, in the manifest's order;
+    DataError naming the file when an ``.idx`` is unusable or a ``.bin`` ends too soon."""
     section = dataset.doc["megatron"]
     dtype = np.dtype(section["dtype"]).newbyteorder("<")
     for pair in section["files"]:
-        index = parse_index(_read_all(storage.join(dataset.directory, pair["idx"]["path"])))
-        fs, stripped = storage.filesystem(storage.join(dataset.directory, pair["bin"]["path"]))
+        name, bin_name = pair["idx"]["path"], pair["bin"]["path"]
+        try:
+            index = parse_index(_read_all(storage.join(dataset.directory, name)))
+        except ValueError as err:
+            raise DataError(f"{name}: {err}") from err
+        problem = index_problem(index, dtype=section["dtype"], bin_bytes=pair["bin"]["bytes"])
+        if problem:
+            raise DataError(f"{name}: {problem}")
+        fs, stripped = storage.filesystem(storage.join(dataset.directory, bin_name))
         with fs.open(stripped, "rb") as handle:
-            for length in index.lengths.tolist():
-                yield np.frombuffer(handle.read(length * dtype.itemsize), dtype=dtype)
+            for number, length in enumerate(index.lengths.tolist()):
+                data = handle.read(length * dtype.itemsize)
+                if len(data) != length * dtype.itemsize:
+                    raise DataError(f"{bin_name}: ends inside its document {number}, which "
+                                    f"{name} says is {length} tokens (a truncated copy?)")
+                yield np.frombuffer(data, dtype=dtype)
 
 
 def matching_records(documents: Iterator[np.ndarray], dataset: manifest_lib.Dataset, *,
@@ -117,7 +132,11 @@ def matching_records(documents: Iterator[np.ndarray], dataset: manifest_lib.Data
     eos = dataset.tokenizer["special_ids"]["eos"]
     megatron, short = iter_documents(dataset), False
     for number, ids in enumerate(documents):
-        doc = None if short else next(megatron, None)
+        try:
+            doc = None if short else next(megatron, None)
+        except DataError as err:  # an unreadable pair: one line, the rest not compared
+            problems.append(f"megatron: {err}; documents from {number} on not compared")
+            doc, short = None, True
         if doc is None and not short:
             problems.append(f"megatron: {number} documents, the shards hold more")
             short = True
@@ -125,5 +144,10 @@ def matching_records(documents: Iterator[np.ndarray], dataset: manifest_lib.Data
                 and len(problems) < max_reports:
             problems.append(f"megatron: document {number} differs from the shards' (tokens, EOS)")
         yield ids
-    if not short and next(megatron, None) is not None:
-        problems.append("megatron: more documents than the shards hold")
+    try:
+        more = not short and next(megatron, None) is not None
+    except DataError as err:
+        problems.append(f"megatron: {err}")
+    else:
+        if more:
+            problems.append("megatron: more documents than the shards hold")

@@ -190,13 +190,17 @@ def verify(manifest_path: str, *, deep: bool = False) -> Report:
     report = Report()
     report.problems += check_consistency(dataset.doc)
     report.problems += check_side_files(dataset)
+    bad_shards = set()
     for shard, path in zip(dataset.shards, dataset.shard_paths()):
         problems, frames = check_shard(path, shard, deep=_DeepCheck(dataset) if deep else None)
         report.shards += 1
         report.records += frames
         report.problems += problems
+        if problems:
+            bad_shards.add(shard["path"])
     report.problems += megatron_files.pair_problems(dataset)  # --formats=...,megatron
-    report.problems += arrayrecord_check.check_files(dataset)  # --formats=...,arrayrecord
+    report.problems += arrayrecord_check.check_files(  # --formats=...,arrayrecord
+        dataset, bad_shards=bad_shards)
     report.notes += [f"{path}: not listed in the manifest (leftover of another run?)"
                      for path in unlisted_files(dataset)]
     return report

@@ -6,8 +6,9 @@ A directory with ``manifest.json`` holds a complete dataset: replacing it needs
 a complete one), then the files it lists. Otherwise files are removed only where pilepack's run
 record says so: ``.pilepack-run.json``, written here before a run writes anything and removed by
 ``finish`` once its manifest is committed, holds the ``splits`` written here (their
-``SPLIT-NNNNN-of-NNNNN.tfrecord``, ``dead_letters/SPLIT-NNNNN.jsonl``, ``doc_hashes/X.bin``),
-the ``files`` a replaced manifest listed, and the ``foreign`` files, named like a split's but
+``SPLIT-NNNNN-of-NNNNN.tfrecord`` and ``.array_record``, ``megatron/SPLIT-NNNNN-of-NNNNN.bin``
+and ``.idx``, ``dead_letters/SPLIT-NNNNN.jsonl``, ``doc_hashes/X.bin``), the ``files`` a
+replaced manifest listed, and the ``foreign`` files, named like a split's but
 there before pilepack first wrote that split, which are never removed. ``.parts/``,
 ``.quality/`` and ``.inprogress-`` files are pilepack's alone and always removed. Anything else
 (a user's ``data-00000-of-00010.tfrecord``, an input corpus, notes) is never touched.
@@ -24,8 +25,11 @@ from common.errors import ConfigError
 from pipeline.quality.decisions import QUALITY_DIR
 from pipeline.quality.doc_hash_files import DIRECTORY as DOC_HASHES_DIR
 from pipeline.write.dead_letters import DIRECTORY as DEAD_LETTERS_DIR
+from pipeline.write.megatron_plan import MEGATRON_DIR
 from pipeline.write.shard_plan import PARTS_DIR
+from schemas import arrayrecord
 from schemas.manifest import MANIFEST_NAME
+from schemas.megatron_index import BIN_SUFFIX, IDX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +39,8 @@ RUN_RECORD = ".pilepack-run.json"  # {"run_id", "splits", "files", "foreign"}
 # files (paths relative to --output).
 _SCRATCH = re.compile(
     rf"^(?:{re.escape(PARTS_DIR)}/[^/]+|{re.escape(QUALITY_DIR)}/[^/]+"
-    rf"|(?:(?:{DEAD_LETTERS_DIR}|{DOC_HASHES_DIR})/)?{re.escape(storage.TMP_MARKER)}[^/]*)$")
+    rf"|(?:(?:{DEAD_LETTERS_DIR}|{DOC_HASHES_DIR}|{MEGATRON_DIR})/)?"
+    rf"{re.escape(storage.TMP_MARKER)}[^/]*)$")
 
 
 def names_pattern(splits) -> re.Pattern:
@@ -43,8 +48,12 @@ def names_pattern(splits) -> re.Pattern:
     if not splits:
         return re.compile(r"(?!)")  # matches nothing
     recorded = "|".join(re.escape(split) for split in sorted(splits))
+    numbered = rf"(?:{recorded})-\d{{5}}-of-\d{{5}}"
+    pair = "|".join(re.escape(suffix) for suffix in (BIN_SUFFIX, IDX_SUFFIX))
     return re.compile(
-        rf"^(?:(?:{recorded})-\d{{5}}-of-\d{{5}}\.tfrecord"  # write.shard_plan.shard_name
+        rf"^(?:{numbered}\.tfrecord"  # write.shard_plan.shard_name
+        rf"|{numbered}{re.escape(arrayrecord.SUFFIX)}"  # schemas.arrayrecord.file_name
+        rf"|{MEGATRON_DIR}/{numbered}(?:{pair})"  # write.megatron_plan.pair_prefix
         rf"|{DEAD_LETTERS_DIR}/(?:{recorded})-\d{{5}}\.jsonl"  # write.dead_letters
         rf"|{DOC_HASHES_DIR}/[0-9a-f]\.bin)$")  # quality.doc_hash_files
 
@@ -109,11 +118,13 @@ def _strings(value) -> list[str]:
 
 
 def _listed(manifest: dict) -> set[str]:
-    """The files a (replaced) manifest lists: its shards, dead letters, document hashes and
-    ArrayRecord files."""
+    """The files a (replaced) manifest lists: its shards, dead letters, document hashes,
+    ArrayRecord files and Megatron pairs."""
+    pairs = _entries((manifest.get("megatron") or {}).get("files"))
     entries = [*_entries(manifest.get("shards")), *_entries(manifest.get("dead_letters")),
                *_entries((manifest.get("doc_hashes") or {}).get("files")),
-               *_entries((manifest.get("arrayrecord") or {}).get("files"))]
+               *_entries((manifest.get("arrayrecord") or {}).get("files")),
+               *_entries([pair.get(key) for pair in pairs for key in ("bin", "idx")])]
     return {e["path"] for e in entries if isinstance(e.get("path"), str)
             and "/.." not in "/" + e["path"] and not e["path"].startswith("/")}
 

@@ -92,7 +92,9 @@ def assemble_pair(plan: PairPlan, *, directory: str, dtype: str) -> PairInfo:
             out.write(data[:offset])
             digest.update(data[:offset])
             size += offset
-            lengths.append(np.frombuffer(data, dtype="<i4", offset=offset))
+            # A copy of the small lengths, not a view: the part's bytes go before the next.
+            lengths.append(np.frombuffer(data, dtype="<i4", offset=offset).copy())
+            del data
     index = encode_index(np.concatenate(lengths) if lengths else np.zeros(0, "<i4"),
                          dtype=dtype)
     with storage.atomic_open(storage.join(directory, plan.prefix + IDX_SUFFIX), "wb") as out:

@@ -4,12 +4,16 @@ every record, read at random by Grain's ArrayRecordDataSource, equal to the TFRe
 same index; verify and roundtrip check the files and name a corrupt one."""
 
 import pathlib
+import shutil
+import sys
 
 import pytest
 
+from common.errors import ConfigError
 from datagen.pile_files import pile_doc, write_jsonl_zst
 from pipeline import run
-from pipeline.dataset import roundtrip, verify
+from pipeline import verify as verify_command
+from pipeline.dataset import arrayrecord_check, roundtrip, verify
 from schemas import manifest
 from schemas.arrayrecord import decode_record
 from schemas.records import iter_tfrecord_frames
@@ -67,10 +71,18 @@ def test_one_and_two_workers_write_the_same_arrayrecord_files(one_file, tiny_mod
     assert _check_records_with_grain(tmp_path / "one", one) == one["totals"]["records"]
 
 
-def test_verify_and_roundtrip_check_the_files(one_file, tiny_model, tmp_path):
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def written(one_file, tiny_model, tmp_path_factory) -> pathlib.Path:
+    """A split with ArrayRecord files (tests change copies of it)."""
+    out = tmp_path_factory.mktemp("ar-out") / "out"
     assert run.main(["--input", str(one_file), "--tokenizer_model", str(tiny_model), *SMALL,
                      "--output", str(out), "--runner=DirectRunner"]) == 0
+    return out
+
+
+def test_verify_and_roundtrip_check_the_files(written, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(written, out)
     report = verify.verify(str(out))
     assert report.ok and not report.notes, (report.problems, report.notes)
     result = roundtrip.check(str(out))
@@ -85,3 +97,32 @@ def test_verify_and_roundtrip_check_the_files(one_file, tiny_model, tmp_path):
     assert roundtrip.check(str(out)).mismatches == problems
     (out / entry["path"]).unlink()
     assert verify.verify(str(out)).problems == [f"{entry['path']}: missing"]
+
+
+def test_a_damaged_shard_is_one_problem_not_a_traceback(written, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(written, out)
+    shard = manifest.load(str(out)).doc["arrayrecord"]["files"][0]["shard"]
+    data = (out / shard).read_bytes()
+    (out / shard).write_bytes(data + data)  # records appended: more than its ArrayRecord file
+    assert arrayrecord_check.check_files(manifest.load(str(out), check_files=False)) == []
+    problems = verify.verify(str(out)).problems
+    assert problems and all(p.startswith(f"{shard}: ") for p in problems), problems
+    (out / shard).write_bytes(data[:-5])  # truncated inside its last record
+    problems = verify.verify(str(out)).problems
+    assert problems[0].startswith(f"{shard}: truncated TFRecord payload"), problems
+    assert all(p.startswith(f"{shard}: ") for p in problems), problems
+    # Compared anyway (roundtrip's call): one line naming the ArrayRecord file.
+    entry = manifest.load(str(out), check_files=False).doc["arrayrecord"]["files"][0]
+    assert arrayrecord_check.check_files(manifest.load(str(out), check_files=False)) == [
+        f"{entry['path']}: cannot be compared with its shard {shard}: ValueError: "
+        f"{problems[0].split(': ', 1)[1]}"]
+
+
+def test_checking_without_the_array_record_package_names_the_extra(written, monkeypatch,
+                                                                   capsys):
+    monkeypatch.setitem(sys.modules, "array_record.python.array_record_module", None)
+    with pytest.raises(ConfigError, match=r"pip install 'pilepack\[arrayrecord\]'"):
+        verify.verify(str(written))
+    assert verify_command.main(["--manifest", str(written)]) == 2
+    assert capsys.readouterr().err.startswith("error: checking a dataset written with ")

@@ -189,6 +189,31 @@ def test_calls_in_flight_share_a_fetch():
     assert cache.fetched == 2 and sorted(sum(SlowSource.reads, [])) == list(range(16))
 
 
+def test_the_block_cache_keeps_no_more_than_its_capacity():
+    class Source:
+        records, frame_bytes = 4096, 10
+
+        def read(self, records):
+            return np.zeros((len(records), self.frame_bytes), dtype=np.uint8)
+
+    def owner(array):  # the buffer an array keeps alive
+        while array.base is not None:
+            array = array.base
+        return array
+
+    block, window, batch, ranks = 8, 16, 128, 4
+    cache = BlockCache(source=Source(), block=block, capacity=2 * window)
+    worst = 0
+    for step in range(200):  # rank 0's share of each step: a few records of many blocks
+        positions = step * batch + np.arange(batch // ranks)
+        cache.read(records_at(positions, records=4096, seed=1, shuffle=True, block=block,
+                              window=window))
+        held = {id(owner(frames)): owner(frames).nbytes for frames in cache._blocks.values()}
+        worst = max(worst, sum(held.values()))
+    assert cache.fetched > 2 * window  # blocks were evicted
+    assert worst <= 2 * window * block * Source.frame_bytes  # capacity blocks, as documented
+
+
 def test_read_amplification():
     assert expected_amplification(block=64, window=1, batch=32, ranks=8) == 1.0
     assert expected_amplification(block=32, window=64, batch=512, ranks=1) == 1.0

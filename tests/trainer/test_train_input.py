@@ -35,6 +35,12 @@ def train(data, model_dir, *, steps, batch, map_input=None, **order):
     )
 
 
+def trainer_warnings(caplog):
+    """The trainer's warnings (not TensorFlow's, e.g. about retracing after several runs)."""
+    return [record.getMessage() for record in caplog.records
+            if record.name.startswith("trainer") and record.levelno >= logging.WARNING]
+
+
 def test_a_changed_global_batch_continues_from_the_same_record_and_says_so(tmp_path, caplog):
     data = manifest.load(learnable_dataset(str(tmp_path / "data")))
     train(data, tmp_path / "run", steps=4, batch=8)  # 32 records
@@ -50,6 +56,29 @@ def test_a_changed_global_batch_continues_from_the_same_record_and_says_so(tmp_p
     expected = make_global_dataset(plan=plan, spec=data.record_spec, seed=0, start=32,
                                    block=BLOCK, window=WINDOW)  # the defaults, kept on resume
     for (got, _), (want, _) in zip(inputs[0].take(3), expected.take(3), strict=True):
+        np.testing.assert_array_equal(got[TOKENS], want[TOKENS])
+
+
+def test_a_resume_continues_the_order_of_the_run_it_resumes(tmp_path, caplog):
+    data = manifest.load(learnable_dataset(str(tmp_path / "data")))
+    run = tmp_path / "run"
+    train(data, run, steps=2, batch=8)  # the defaults: blocks of 32, windows of 64
+    with caplog.at_level(logging.WARNING):
+        train(data, run, steps=4, batch=8, order_block=2, order_window=4)  # 16 records on
+    assert "--order_block 2 --order_window 4, run.json says 32 and 64" in caplog.text
+    doc = json.loads((run / "run.json").read_text())
+    assert (doc["data"]["order_block"], doc["data"]["order_window"]) == (2, 4)
+    caplog.clear()
+    inputs = []
+    with caplog.at_level(logging.WARNING):  # the flags left at 0: the order of the last run
+        resumed = train(data, run, steps=6, batch=8,
+                        map_input=lambda dataset: inputs.append(dataset) or dataset)
+    assert trainer_warnings(caplog) == [] and resumed.start_step == 4
+    plan = plan_global(dataset=data, context=tf.distribute.InputContext(1, 0, 1),
+                       global_batch_size=8)
+    expected = make_global_dataset(plan=plan, spec=data.record_spec, seed=0, start=32,
+                                   block=2, window=4)
+    for (got, _), (want, _) in zip(inputs[0].take(2), expected.take(2), strict=True):
         np.testing.assert_array_equal(got[TOKENS], want[TOKENS])
 
 
@@ -108,7 +137,8 @@ def test_a_run_recorded_before_the_window_resumes_its_order(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         resumed = train(data, tmp_path / "run", steps=6, batch=8,
                         map_input=lambda dataset: inputs.append(dataset) or dataset)
-    assert caplog.text == "" and resumed.start_step == 4
+    assert trainer_warnings(caplog) == [] and resumed.start_step == 4
+    assert "order_window" not in json.loads((tmp_path / "run" / "run.json").read_text())["data"]
     plan = plan_global(dataset=data, context=tf.distribute.InputContext(1, 0, 1),
                        global_batch_size=8)
     expected = make_global_dataset(plan=plan, spec=data.record_spec, seed=0, start=32)

@@ -75,6 +75,15 @@ def test_verify_and_roundtrip_pass_and_find_damage(megatron_dataset, tmp_path):
     assert any("megatron: document 0 differs" in m for m in roundtrip.check(str(copy)).mismatches)
     (copy / pair["idx"]["path"]).write_bytes(b"MMIDIDX")
     assert any(pair["idx"]["path"] in p for p in verify(str(copy)).problems)
+    # Roundtrip: one line naming the file, the rest not compared (not a traceback).
+    [mismatch] = roundtrip.check(str(copy)).mismatches
+    assert mismatch.startswith(f"megatron: {pair['idx']['path']}: 7 bytes: shorter than the "
+                               "index header") and mismatch.endswith("from 0 on not compared")
+    shutil.copytree(megatron_dataset, copy, dirs_exist_ok=True)
+    last = manifest.load(str(copy)).doc["megatron"]["files"][-1]["bin"]["path"]
+    (copy / last).write_bytes((copy / last).read_bytes()[:-2])  # a truncated copy
+    [mismatch] = roundtrip.check(str(copy)).mismatches
+    assert mismatch.startswith(f"megatron: {last}: ends inside its document "), mismatch
 
 
 @pytest.mark.slow

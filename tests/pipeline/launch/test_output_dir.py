@@ -8,19 +8,29 @@ import fsspec
 import pytest
 
 from common import storage
-from pipeline.launch.output_dir import RUN_RECORD, finish, prepare
+from pipeline.launch.output_dir import RUN_RECORD, finish, names_pattern, prepare
+from pipeline.quality.doc_hash_files import hash_file_path
+from pipeline.write.dead_letters import dead_letter_path
+from pipeline.write.megatron_plan import pair_prefix
+from pipeline.write.shard_plan import shard_name
+from schemas import arrayrecord
 from schemas.manifest import MANIFEST_NAME
+from schemas.megatron_index import BIN_SUFFIX, IDX_SUFFIX
 
 # What an interrupted run of split "train" leaves behind.
 LEFTOVERS = ["train-00000-of-00002.tfrecord", "dead_letters/train-00003.jsonl",
              f"{storage.TMP_MARKER}0123abcd-train-00001-of-00002.tfrecord",
              f"{storage.TMP_MARKER}0123abcd-{MANIFEST_NAME}", ".parts/00000-0000000.tfrecords",
-             ".quality/00000.drops", "doc_hashes/a.bin", f"doc_hashes/{storage.TMP_MARKER}0-3.bin"]
+             ".quality/00000.drops", "doc_hashes/a.bin", f"doc_hashes/{storage.TMP_MARKER}0-3.bin",
+             "train-00001-of-00002.array_record", "megatron/train-00000-of-00003.bin",
+             "megatron/train-00002-of-00003.idx",
+             f"megatron/{storage.TMP_MARKER}0123abcd-train-00001-of-00003.bin"]
 # Pilepack's scratch: removed even without a record.
 SCRATCH = [name for name in LEFTOVERS if storage.TMP_MARKER in name or name[0] == "."]
 # Never pilepack's: a user's TFRecords (a common name pattern), notes, another split's files.
 KEPT = ["notes.txt", "tokenizer/spm.model", "data-00000-of-00010.tfrecord",
-        "val-00000-of-00001.tfrecord"]
+        "val-00000-of-00001.tfrecord", "data-00000-of-00010.array_record",
+        "megatron/data-00000-of-00002.bin", "megatron/val-00000-of-00001.idx"]
 
 
 def _fill(root, names):
@@ -55,12 +65,14 @@ def test_a_complete_dataset_is_refused_without_overwrite(tmp_path):
 
 
 def test_overwrite_removes_the_manifest_and_the_files_it_lists(tmp_path):
-    listed = ["train-00000-of-00002.tfrecord", "dead_letters/train-00003.jsonl",
-              "doc_hashes/a.bin"]
+    listed = [name for name in LEFTOVERS if name not in SCRATCH]
     _fill(tmp_path, [*LEFTOVERS, *KEPT])
+    pair = {"prefix": "megatron/train-00000-of-00003", "bin": {"path": listed[4]},
+            "idx": {"path": listed[5]}}
     (tmp_path / MANIFEST_NAME).write_text(json.dumps({
         "split": "train", "shards": [{"path": listed[0]}], "dead_letters": [{"path": listed[1]}],
-        "doc_hashes": {"files": [{"path": listed[2]}]}}))
+        "doc_hashes": {"files": [{"path": listed[2]}]},
+        "arrayrecord": {"files": [{"path": listed[3]}]}, "megatron": {"files": [pair]}}))
     prepare(str(tmp_path) + "/", overwrite=True, split="other")
     assert _files(tmp_path) == sorted([*KEPT, RUN_RECORD])
     assert _record(tmp_path)["files"] == sorted(listed)
@@ -83,12 +95,16 @@ def test_without_a_record_only_pilepacks_scratch_is_removed(tmp_path):
     assert _files(tmp_path) == sorted([*unrecorded, *KEPT, RUN_RECORD])
 
 
-def test_a_users_tfrecords_survive_even_named_like_the_split(tmp_path):
-    users = ["data-00000-of-00010.tfrecord", "data-00009-of-00010.tfrecord"]
+def test_a_users_files_survive_even_named_like_the_split(tmp_path):
+    users = ["data-00000-of-00010.array_record", "data-00000-of-00010.tfrecord",
+             "data-00009-of-00010.tfrecord", "megatron/data-00000-of-00002.bin",
+             "megatron/data-00000-of-00002.idx"]
     _fill(tmp_path, users)
     prepare(str(tmp_path), overwrite=False, split="data")
     assert _record(tmp_path)["foreign"] == users  # there before pilepack wrote split "data"
-    _fill(tmp_path, ["data-00000-of-00001.tfrecord"])  # then the run wrote a shard, and died
+    # Then the run wrote a shard in each format, and died.
+    _fill(tmp_path, ["data-00000-of-00001.tfrecord", "data-00000-of-00001.array_record",
+                     "megatron/data-00000-of-00001.bin", "megatron/data-00000-of-00001.idx"])
     prepare(str(tmp_path), overwrite=False, split="data")  # the rerun: a record names "data"
     assert _files(tmp_path) == sorted([*users, RUN_RECORD])
 
@@ -112,11 +128,24 @@ def test_files_the_pipeline_did_not_write_are_kept(tmp_path):
     (tmp_path / RUN_RECORD).write_text(json.dumps({"run_id": "old", "splits": ["train"]}))
     for name in ("corpus/00.jsonl", "corpus/deep/keep.jsonl", "notes.jsonl",
                  "deep/train-00000-of-00001.tfrecord", "train-00000-00000.tfrecord",
-                 "dead_letters/other-00000.jsonl", "doc_hashes/notes.bin"):
+                 "dead_letters/other-00000.jsonl", "doc_hashes/notes.bin",
+                 "megatron/train-00000-00000.bin", "megatron/train-00000-of-00001.txt",
+                 "deep/megatron/train-00000-of-00001.bin", "train-00000-of-00001.array_record.1"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(b"x")
     prepare(str(tmp_path), overwrite=False, split="train")
     assert _files(tmp_path) == sorted([
         "corpus/00.jsonl", "corpus/deep/keep.jsonl", "deep/train-00000-of-00001.tfrecord",
         "notes.jsonl", "train-00000-00000.tfrecord", "dead_letters/other-00000.jsonl",
-        "doc_hashes/notes.bin", RUN_RECORD])
+        "doc_hashes/notes.bin", "megatron/train-00000-00000.bin",
+        "megatron/train-00000-of-00001.txt", "deep/megatron/train-00000-of-00001.bin",
+        "train-00000-of-00001.array_record.1", RUN_RECORD])
+
+
+def test_the_names_the_writers_use_are_recognised():
+    shard = shard_name(split="a-b", index=3, count=12)
+    prefix = pair_prefix(split="a-b", index=0, count=2)
+    written = [shard, arrayrecord.file_name(shard), prefix + BIN_SUFFIX, prefix + IDX_SUFFIX,
+               dead_letter_path(split="a-b", file_index=7), hash_file_path(10)]
+    assert [bool(names_pattern(["a-b"]).match(name)) for name in written] == [True] * 6
+    assert not any(names_pattern(["a"]).match(name) for name in written[:5])

@@ -2,6 +2,7 @@
 example, and pairs assembled byte for byte as the format says."""
 
 import hashlib
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -80,3 +81,22 @@ def test_formats_flag_is_checked(formats, message):
     with pytest.raises(ConfigError, match=message):
         PipelineConfig(formats=formats)
     assert PipelineConfig().formats == ("tfrecord",)
+
+
+def test_assembling_a_pair_holds_about_one_part_in_memory(tmp_path):
+    # Each part's bytes are dropped once copied: only its small lengths are kept for the .idx.
+    part_bytes, parts = 1 << 20, 8
+    lengths = np.full(256, part_bytes // 2 // 256, dtype=np.int32)
+    tokens = np.arange(int(lengths.sum()), dtype=np.uint16)
+    infos = [write_document_part(file_index=0, chunk_index=c, epoch=0, tokens=tokens,
+                                 lengths=lengths, directory=str(tmp_path)) for c in range(parts)]
+    del tokens
+    (plan,) = plan_pairs(infos, split="t", shard_bytes=1 << 30, token_bytes=2)
+    tracemalloc.start()
+    try:
+        info = assemble_pair(plan, directory=str(tmp_path), dtype="uint16")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.bin_bytes == parts * part_bytes
+    assert peak < 1.5 * part_bytes, f"peak {peak} bytes for parts of {part_bytes}"
