@@ -32,18 +32,25 @@ NORMALIZATION = "nfc+rstrip-space-tab-cr-per-line"
 DIGEST = "blake2b-128"
 DIGEST_BYTES = 16
 PREFIXES = 16  # hash files per split: one per first hex digit of the digest
-_TRAILING = " \t\r"
+_TRAILING = b" \t\r"
 _NUMPY_FROM = 2048  # bytes; below, numpy's fixed cost is more than two byte searches
 
 
 def normalize(text: str) -> str:
     """NFC, then trailing spaces, tabs and CRs stripped from each ``\\n``-separated line."""
+    return normalized_bytes(text).decode("utf-8")
+
+
+def normalized_bytes(text: str) -> bytes:
+    """``normalize``'s text as UTF-8, the bytes a digest is of. The lines are stripped on the
+    bytes: in UTF-8 the bytes of space, tab, CR and LF only ever stand for those."""
     if not text.isascii():  # ASCII is already NFC; the check costs ~1/100 of normalizing
         text = unicodedata.normalize("NFC", text)
-    # Most documents have no line ending in a space, tab or CR: four scans beat a split.
-    if " \n" in text or "\t\n" in text or "\r" in text or text.endswith((" ", "\t")):
-        text = "\n".join(line.rstrip(_TRAILING) for line in text.split("\n"))
-    return text
+    data = text.encode("utf-8")
+    # Most documents have no line ending in a blank: looking costs less than a split.
+    if _has_trailing_blank(data):
+        data = b"\n".join(line.rstrip(_TRAILING) for line in data.split(b"\n"))
+    return data
 
 
 def _has_trailing_blank(data: bytes) -> bool:
@@ -60,14 +67,8 @@ def _has_trailing_blank(data: bytes) -> bool:
 
 
 def doc_hash(text: str) -> bytes:
-    """The 16-byte BLAKE2b digest of the normalized text's UTF-8 bytes (``normalize``, done
-    on the bytes: in UTF-8 the bytes of space, tab, CR and LF only ever stand for those)."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFC", text)
-    data = text.encode("utf-8")
-    if _has_trailing_blank(data):
-        data = b"\n".join(line.rstrip(b" \t\r") for line in data.split(b"\n"))
-    return hashlib.blake2b(data, digest_size=DIGEST_BYTES).digest()
+    """The 16-byte BLAKE2b digest of the normalized text's UTF-8 bytes."""
+    return hashlib.blake2b(normalized_bytes(text), digest_size=DIGEST_BYTES).digest()
 
 
 def prefix(digest: bytes) -> int:

@@ -24,14 +24,19 @@ def rows_per_band(*, perm: int, bands: int) -> int:
     return perm // bands
 
 
-def band_keys(signature: bytes, *, bands: int) -> list[bytes]:
-    """One key per band: 2 bytes of band index, then the digest of the band's values."""
+def band_digests(signature: bytes, *, bands: int) -> list[bytes]:
+    """The ``KEY_DIGEST_BYTES``-byte BLAKE2b digest of each band's values, in band order."""
     width = len(signature) // bands
     if width * bands != len(signature):
         raise ValueError(f"a {len(signature)}-byte signature does not split into {bands} bands")
-    return [index.to_bytes(2, "big") + hashlib.blake2b(
-        signature[index * width:(index + 1) * width], digest_size=KEY_DIGEST_BYTES).digest()
-        for index in range(bands)]
+    return [hashlib.blake2b(signature[index * width:(index + 1) * width],
+                            digest_size=KEY_DIGEST_BYTES).digest() for index in range(bands)]
+
+
+def band_keys(signature: bytes, *, bands: int) -> list[bytes]:
+    """One key per band: 2 bytes of band index, then the digest of the band's values."""
+    return [index.to_bytes(2, "big") + digest
+            for index, digest in enumerate(band_digests(signature, bands=bands))]
 
 
 def candidate_probability(similarity: float, *, rows: int, bands: int) -> float:
@@ -54,15 +59,7 @@ def star_edges(members) -> list[tuple]:
 def band_columns(docs, *, bands: int) -> dict:
     """(file, line, ..., signature) documents -> numpy columns, one row per (document, band):
     ``band`` (index), ``digest`` (``band_keys``'s digest as an integer), ``file``, ``line``."""
-    digests = []
-    for doc in docs:
-        signature = doc[-1]
-        width = len(signature) // bands
-        if width * bands != len(signature):
-            raise ValueError(f"a {len(signature)}-byte signature does not split into {bands} "
-                             f"bands")
-        digests += [hashlib.blake2b(signature[i * width:(i + 1) * width],
-                                    digest_size=KEY_DIGEST_BYTES).digest() for i in range(bands)]
+    digests = [digest for doc in docs for digest in band_digests(doc[-1], bands=bands)]
     count = len(docs)
     return {"band": np.tile(np.arange(bands, dtype=np.uint16), count),
             "digest": np.frombuffer(b"".join(digests), dtype=">u8").astype(np.uint64),
