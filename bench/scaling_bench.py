@@ -18,10 +18,10 @@ encoder in a thread per core) on the file and on four copies of it (four input f
 of the RSS summed over the whole process tree (the run and every process it started), polled
 every 20 ms with psutil (bench.process_tree). Every scaling run's tree peak is reported too.
 
-Rates: ``--write_rates=PATH`` (the dry run's file is ``pipeline/launch/dry_run_rates.json``)
+Rates: ``--write_rates=PATH`` (the dry run's file is ``pipeline/launch/dry_run/rates.json``)
 sets, in that file, the entry of the backend the scaling runs used (from their manifest) to
 the two-worker median text MB per CPU-second, with this command, the corpus and the date as
-its ``source`` (``pipeline.launch.dry_run_rates``); the other backends' entries are kept.
+its ``source`` (``pipeline.launch.dry_run.rates``); the other backends' entries are kept.
 
 Default corpus: the built-in sample's train files; BENCHMARKS.md's figures come from a 50 MB
 Pile-format corpus: ``--corpus="$DEV/00.jsonl.zst,$DEV/01.jsonl.zst,$DEV/02.jsonl.zst"``.
@@ -62,7 +62,7 @@ class Options:
     memory: bool = flag(True, help="also measure the default path's peak memory at 1x and 4x")
     write_rates: str = flag(
         "", help="set the used backend's text MB per CPU-second (two workers, median) in this "
-                 "rates file for --dry_run, e.g. pipeline/launch/dry_run_rates.json")
+                 "rates file for --dry_run, e.g. pipeline/launch/dry_run/rates.json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +161,7 @@ def write_rates(path: str, *, rate: float, output: str, argv: list[str], options
                 input_path: str) -> None:
     """Set the backend of the run at ``output`` (the one that encoded the most documents) to
     ``rate`` in the dry run's rates file at ``path``, with where it came from."""
-    from pipeline.launch.dry_run_rates import write_rate
+    from pipeline.launch.dry_run.rates import write_rate
     from schemas import manifest
 
     doc = manifest.load(output).doc

@@ -1,6 +1,6 @@
 """``python -m pipeline.megatron_paths MANIFEST [MANIFEST ...] [--scale S ...]``: print
 Megatron's ``--data-path`` for the datasets' Megatron pairs, each weighted by its tokens
-(``pipeline.dataset.megatron_paths``; docs/formats.md)."""
+(``pipeline.dataset.megatron_blend``; docs/formats.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from common import cli
 from common.errors import ConfigError
 from common.flags import ArgumentParser
-from pipeline.dataset.megatron_paths import data_path
+from pipeline.dataset.megatron_blend import data_path
 from schemas import manifest as manifest_lib
 
 

@@ -37,7 +37,7 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     import apache_beam as beam
 
     from pipeline.dataset.manifest import CommitManifest
-    from pipeline.quality.write_doc_hashes import WriteDocHashes
+    from pipeline.quality.split_doc_hashes import WriteDocHashes
     from pipeline.read.stage import ReadDocuments
     from pipeline.tokenize.stage import Tokenize
     from pipeline.write.dead_letters import WriteDeadLetters
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
 
 def _run(args, beam_args: list[str]) -> None:
     if args.dry_run:
-        from pipeline.launch.dry_run import dry_run
+        from pipeline.launch.dry_run.estimate import dry_run
 
         dry_run(from_args(PipelineConfig, args), beam_args)
     elif args.input:

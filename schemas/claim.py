@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from common import conditional, storage
+from common import compare_and_swap, storage
 from common.errors import PilepackError
 
 CLAIM_NAME = ".pilepack-claim.json"
@@ -73,7 +73,7 @@ def claim_path(output: str) -> str:
 
 def check_held(output: str, *, run_id: str) -> None:
     """Raise ClaimLost unless ``output``'s claim still names ``run_id``."""
-    current = conditional.read(claim_path(output))
+    current = compare_and_swap.read(claim_path(output))
     holder = Claim.from_bytes(current.data) if current else None
     if holder is not None and holder.run_id == run_id:
         return

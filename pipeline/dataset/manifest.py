@@ -23,8 +23,8 @@ from pipeline.config import PipelineConfig
 from pipeline.dataset.format_sections import megatron_section, pairs_problem
 from pipeline.dataset.quality_sections import quality_sections
 from pipeline.dataset.software import software_versions
-from pipeline.quality.decisions import QUALITY_DIR
-from pipeline.quality.doc_hash_files import DocHashFile
+from pipeline.quality.decision_files import QUALITY_DIR
+from pipeline.quality.split_doc_hashes import DocHashFile
 from pipeline.quality.mixture import BeforeMixture
 from pipeline.read.stage import ReadStats
 from pipeline.tokenize import histogram

@@ -22,7 +22,7 @@ import io
 
 from pipeline.dataset import charts
 from pipeline.dataset.html_cells import cell, grid, table
-from pipeline.quality.decisions import DECONTAMINATED, NEAR_DUPLICATE
+from pipeline.quality.decision_files import DECONTAMINATED, NEAR_DUPLICATE
 
 NEAR_OPTIONS = ("near_dup_threshold", "minhash_perm", "minhash_bands", "shingle_words")
 DECONTAMINATION_OPTIONS = ("mode", "ngram", "field", "normalization")

@@ -1,7 +1,7 @@
 """The manifest's data-quality sections, from the run's options and the data's statistics.
 
 * ``doc_hashes`` (every split): the hash files of its written documents
-  (``pipeline.quality.doc_hash_files``).
+  (``pipeline.quality.split_doc_hashes``).
 * ``quality`` (``--dedup``, ``--exclude_docs_from``, ``--decontaminate``): normalization and
   digest, the sources, how many distinct hashes they held, the documents removed per reason
   and subset, and ``decontamination``: the n-gram scan's counts per evaluation set and subset.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import collections
 
-from pipeline.quality import decisions, doc_hash, mixture
-from pipeline.quality import doc_hash_files as doc_hashes
+from pipeline.quality import decision_files, doc_hash, mixture
+from pipeline.quality import split_doc_hashes as doc_hashes
 from schemas import permutation as shuffle
 
 
@@ -44,17 +44,17 @@ def quality_sections(run, *, files, before: dict, after: dict, hash_files: list)
             "dedup": run.dedup,
             "exclude_docs_from": list(run.exclude_docs_from),
             "excluded_hashes": run.excluded_hashes,
-            "removed": removed_by_subset(files, (decisions.DUPLICATE,
-                                                 decisions.CONTAMINATED)),
+            "removed": removed_by_subset(files, (decision_files.DUPLICATE,
+                                                 decision_files.CONTAMINATED)),
             "prepass_seconds": run.prepass_seconds,
         }
         if run.dedup == "near":
             out["quality"]["removed"].update(
-                removed_by_subset(files, (decisions.NEAR_DUPLICATE,)))
+                removed_by_subset(files, (decision_files.NEAR_DUPLICATE,)))
             out["quality"]["near_dup"] = run.near_dup
         if run.decontamination:  # the pre-pass's scan: per evaluation set and subset
             out["quality"]["removed"].update(
-                removed_by_subset(files, (decisions.DECONTAMINATED,)))
+                removed_by_subset(files, (decision_files.DECONTAMINATED,)))
             out["quality"]["decontamination"] = run.decontamination
     if run.mixture:
         seen = set(before) | set(after)
@@ -67,7 +67,7 @@ def quality_sections(run, *, files, before: dict, after: dict, hash_files: list)
                 after={name: s.to_json() for name, s in after.items()}),
             # Weights naming no subset of the input (for pile-v1, normal; else a typo?).
             "unmatched": sorted(set(run.weights) - seen),
-            "filtered": removed_by_subset(files, (decisions.MIXTURE,))[decisions.MIXTURE],
+            "filtered": removed_by_subset(files, (decision_files.MIXTURE,))[decision_files.MIXTURE],
         }
     if run.shuffle == "global":
         out["shuffle"] = {"mode": "global", "seed": run.seed, "algorithm": shuffle.ALGORITHM}

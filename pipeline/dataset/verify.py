@@ -19,7 +19,7 @@ import hashlib
 from common import storage
 from pipeline.dataset import arrayrecord_check, megatron_files
 from pipeline.dataset.reader import parse_payloads
-from pipeline.quality import doc_hash_files
+from pipeline.quality import split_doc_hashes
 from schemas import manifest as manifest_lib
 from schemas.records import iter_tfrecord_frames
 from tokenizer.spec import VOCAB_FILENAME
@@ -161,7 +161,7 @@ def check_side_files(dataset: manifest_lib.Dataset) -> list[str]:
             if lines != entry["records"]:
                 problems.append(f"{entry['path']}: {lines} records, manifest says "
                                 f"{entry['records']}")
-        problems += doc_hash_files.check_files(dataset.directory, dataset.doc)
+        problems += split_doc_hashes.check_files(dataset.directory, dataset.doc)
     except OSError as err:
         problems.append(f"cannot read a file of the dataset: {type(err).__name__}: {err}")
     return problems

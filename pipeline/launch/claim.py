@@ -2,7 +2,7 @@
 claim is bound to the job, not only to the process that launched it.
 
 The claim (``schemas.claim``) is created exclusively and changed only by compare-and-swap
-(``common.conditional``: ``link``/``flock`` locally and on EFS, conditional ``PUT``/``DELETE``
+(``common.compare_and_swap``: ``link``/``flock`` locally and on EFS, conditional ``PUT``/``DELETE``
 on S3). It names the run (a random id: the manifest's ``run_id``), the launching process
 (``pipeline.launch.jobs``: boot id, pid namespace, pid and its start time) and, once submitted,
 the job (its runner's job id). A run's jobs (the tokenizer's training sample, the quality
@@ -32,7 +32,7 @@ import logging
 import time
 import uuid
 
-from common import conditional
+from common import compare_and_swap
 from common.errors import PilepackError
 from pipeline.launch import jobs
 from schemas.claim import CLAIM_NAME, Claim, Job, claim_path
@@ -97,9 +97,9 @@ def claim(output: str, *, runner: str = "", take_over: str = "") -> Claim:
     mine = new_claim(runner=runner)
     data = mine.to_bytes()
     for _ in range(5):
-        if conditional.create_exclusive(path, data):
+        if compare_and_swap.create_exclusive(path, data):
             return mine
-        current = conditional.read(path)
+        current = compare_and_swap.read(path)
         if current is None:  # released meanwhile
             continue
         holder = Claim.from_bytes(current.data)
@@ -118,7 +118,7 @@ def claim(output: str, *, runner: str = "", take_over: str = "") -> Claim:
             if verdict is Holder.UNKNOWN and take_over and take_over == holder.run_id:
                 verdict, why = Holder.GONE, f"{why}; {TAKE_OVER_FLAG}={take_over} says it is over"
             _refuse_unless_gone(output, holder, verdict, why)
-        if conditional.replace_if(path, data, version=current.version):
+        if compare_and_swap.replace_if(path, data, version=current.version):
             log.warning("taking over %s on %s: %s", described, output, why)
             return mine
     raise OutputClaimed(f"{output}: could not claim it; other runs keep claiming it")
@@ -141,14 +141,14 @@ def _update(output: str, held: Claim, **changes) -> Claim:
     """Replace this run's claim with ``changes`` applied; OutputClaimed if it is not ours."""
     path = claim_path(output)
     for _ in range(5):
-        current = conditional.read(path)
+        current = compare_and_swap.read(path)
         holder = Claim.from_bytes(current.data) if current else None
         if holder is None or holder.run_id != held.run_id:
             now = f"it is held by {holder.describe()}" if holder else "it has no claim"
             raise OutputClaimed(f"{output} is no longer claimed by this run ({held.run_id}): "
                                 f"{now}; another run took it over, so this run stops")
         updated = dataclasses.replace(holder, **changes)
-        if conditional.replace_if(path, updated.to_bytes(), version=current.version):
+        if compare_and_swap.replace_if(path, updated.to_bytes(), version=current.version):
             return updated
     raise OutputClaimed(f"{output}: could not update this run's claim; it keeps changing")
 
@@ -174,11 +174,11 @@ def release(output: str, held: Claim) -> None:
     """Remove the claim if it is still ``held``'s (never another run's)."""
     path = claim_path(output)
     for _ in range(5):
-        current = conditional.read(path)
+        current = compare_and_swap.read(path)
         holder = Claim.from_bytes(current.data) if current else None
         if holder is None or holder.run_id != held.run_id:
             return
-        if conditional.delete_if(path, version=current.version):
+        if compare_and_swap.delete_if(path, version=current.version):
             return
 
 

@@ -22,8 +22,8 @@ import re
 
 from common import storage
 from common.errors import ConfigError
-from pipeline.quality.decisions import QUALITY_DIR
-from pipeline.quality.doc_hash_files import DIRECTORY as DOC_HASHES_DIR
+from pipeline.quality.decision_files import QUALITY_DIR
+from pipeline.quality.split_doc_hashes import DIRECTORY as DOC_HASHES_DIR
 from pipeline.write.dead_letters import DIRECTORY as DEAD_LETTERS_DIR
 from pipeline.write.megatron_plan import MEGATRON_DIR
 from pipeline.write.shard_plan import PARTS_DIR
@@ -55,7 +55,7 @@ def names_pattern(splits) -> re.Pattern:
         rf"|{numbered}{re.escape(arrayrecord.SUFFIX)}"  # schemas.arrayrecord.file_name
         rf"|{MEGATRON_DIR}/{numbered}(?:{pair})"  # write.megatron_plan.pair_prefix
         rf"|{DEAD_LETTERS_DIR}/(?:{recorded})-\d{{5}}\.jsonl"  # write.dead_letters
-        rf"|{DOC_HASHES_DIR}/[0-9a-f]\.bin)$")  # quality.doc_hash_files
+        rf"|{DOC_HASHES_DIR}/[0-9a-f]\.bin)$")  # quality.split_doc_hashes
 
 
 def prepare(output: str, *, overwrite: bool, split: str, run_id: str = "") -> None:

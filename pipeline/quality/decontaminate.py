@@ -29,7 +29,7 @@ import apache_beam as beam
 import numpy as np
 
 from common import storage
-from pipeline.quality import decisions as quality_files
+from pipeline.quality import decision_files
 from pipeline.quality import ngrams
 from pipeline.quality.eval_sets import EvalFile, read_passages
 from pipeline.read.stage import Chunk
@@ -111,7 +111,7 @@ class _ScanFn(beam.DoFn):
             dropped = not self._redact or not found.text.strip()
             if not dropped:
                 kept.append(doc)  # cut by the main pipeline, from the same set
-            reason = quality_files.DECONTAMINATED if dropped else quality_files.REDACTED
+            reason = decision_files.DECONTAMINATED if dropped else decision_files.REDACTED
             yield beam.pvalue.TaggedOutput("decisions", (chunk.file_index, (doc.line, reason)))
             for row in scan_counts(found, subset=doc.subset, dropped=dropped, names=self._names):
                 yield beam.pvalue.TaggedOutput("counts", row)

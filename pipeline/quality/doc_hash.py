@@ -11,7 +11,7 @@ Nothing else: case, leading indentation, blank lines and inner whitespace all st
 The digest (``DIGEST``) is BLAKE2b with a 16-byte (128-bit) output of the normalized text's
 UTF-8 bytes: at 2^30 documents the chance of any collision is about 2^-69.
 
-Hash files (``doc_hashes/{0..f}.bin`` of every split, see ``pipeline.quality.doc_hash_files``)
+Hash files (``doc_hashes/{0..f}.bin`` of every split, see ``pipeline.quality.split_doc_hashes``)
 hold sorted, distinct 16-byte digests concatenated, nothing else; the file of a digest is its
 first hex digit.
 

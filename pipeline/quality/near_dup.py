@@ -31,7 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.quality import lsh, minhash
 from pipeline.quality.components import DEFAULT_ROUNDS, Components
-from pipeline.quality.decisions import NEAR_DUPLICATE
+from pipeline.quality.decision_files import NEAR_DUPLICATE
 
 EXAMPLES = 5
 # Band rows and signatures travel in batches keyed by shard, not one element per document and

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from common import storage
 from pipeline.config import PipelineConfig, mixture_weights
-from pipeline.quality import decisions as quality_files
+from pipeline.quality import decision_files
 from pipeline.quality import eval_sets, mixture
 from pipeline.quality.decontaminate import DecontaminateOptions, read_report
 from pipeline.quality.exclusion import ExclusionSources
@@ -84,8 +84,8 @@ def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, mo
 
     from pipeline.quality.prepass import FindDrops
 
-    directory = storage.join(config.output, quality_files.QUALITY_DIR)
-    quality_files.clear(directory)
+    directory = storage.join(config.output, decision_files.QUALITY_DIR)
+    decision_files.clear(directory)
     budgets = mixture_weights.parse_budgets(config.quality.subset_tokens)
     p = beam.Pipeline(options=PipelineOptions(beam_args))
     (p | "ListInputs" >> beam.Create(inputs)
@@ -101,7 +101,7 @@ def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, mo
         p.run().wait_until_finish()
     else:
         run_job(p)
-    return quality_files.read_totals(directory)
+    return decision_files.read_totals(directory)
 
 
 def prepare(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_path: str,
@@ -127,7 +127,7 @@ def prepare(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_
         log.info("quality pre-pass: %.1f s, %d excluded hashes", seconds,
                  totals["excluded_hashes"])
         if options.dedup != "off" or sources or options.decontaminate:
-            decisions = storage.join(config.output, quality_files.QUALITY_DIR)
+            decisions = storage.join(config.output, decision_files.QUALITY_DIR)
         if budgets:
             tokens = {name: row["tokens"] for name, row in totals["subsets"].items()}
             weights = mixture.weights_from_budgets(budgets, tokens)

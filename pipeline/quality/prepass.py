@@ -20,7 +20,7 @@ per-subset totals a token budget needs. A Beam pipeline of its own, run before t
    ``--exclude_docs_from`` there is nothing to group: no hash is computed, every document
    left by ``--decontaminate``'s scan is kept.
 3. The drops, grouped by input file, become one decision file per input file
-   (``pipeline.quality.decisions``, every input file gets one); the kept documents' counts and
+   (``pipeline.quality.decision_files``, every input file gets one); the kept documents' counts and
    tokens, summed per subset, become ``totals.json``.
 
 Every output is a pure function of the input and the options: grouping by hash and by file
@@ -35,7 +35,7 @@ import apache_beam as beam
 
 from common import storage
 from pipeline.config import ReadConfig
-from pipeline.quality import decisions as quality_files
+from pipeline.quality import decision_files
 from pipeline.quality import doc_hash, minhash
 from pipeline.quality.decontaminate import Decontaminate, DecontaminateOptions
 from pipeline.quality.near_dup import NearDuplicates, NearDupOptions
@@ -118,16 +118,16 @@ class _DecideFn(beam.DoFn):
         best = None
         for doc in groups["docs"]:
             if excluded:
-                yield doc[0], (doc[1], quality_files.CONTAMINATED)
+                yield doc[0], (doc[1], decision_files.CONTAMINATED)
             elif not self._dedup:
                 yield beam.pvalue.TaggedOutput(KEPT, (doc[2], (1, doc[3])))
             elif best is None:
                 best = doc
             elif doc[:2] < best[:2]:  # a lower (file, line): it is the one kept
-                yield best[0], (best[1], quality_files.DUPLICATE)
+                yield best[0], (best[1], decision_files.DUPLICATE)
                 best = doc
             else:
-                yield doc[0], (doc[1], quality_files.DUPLICATE)
+                yield doc[0], (doc[1], decision_files.DUPLICATE)
         if best is not None:
             yield beam.pvalue.TaggedOutput(KEPT, (best[2], (1, best[3])))
             if self._near:
@@ -223,7 +223,7 @@ class FindDrops(beam.PTransform):
              excluded | "AsExcludedRows" >> beam.Map(lambda n: (EXCLUDED, n)), *rows)
             | "AllTotals" >> beam.Flatten()
             | "OneList" >> beam.combiners.ToList()
-            | "WriteTotals" >> beam.Map(lambda rows: quality_files.write_totals(
+            | "WriteTotals" >> beam.Map(lambda rows: decision_files.write_totals(
                 _totals(rows), directory=directory))
         )
 
@@ -262,7 +262,7 @@ def _write_decisions(files, drops, *, directory: str):
         (*drops, every_file)
         | "AllDrops" >> beam.Flatten()
         | "GroupByInputFile" >> beam.GroupByKey()
-        | "WriteDecisions" >> beam.MapTuple(lambda index, drops: quality_files.write_decisions(
+        | "WriteDecisions" >> beam.MapTuple(lambda index, drops: decision_files.write_decisions(
             (d for d in drops if d is not None), directory=directory, file_index=index))
     )
 

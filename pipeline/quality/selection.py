@@ -1,7 +1,7 @@
 """What the main pipeline's Parse keeps: the pre-pass's drops, and each document's copies.
 
 ``Selection.apply_chunk`` applies it to one chunk. A file's decision file
-(``pipeline.quality.decisions``) is loaded once per worker; a document listed there is filtered
+(``pipeline.quality.decision_files``) is loaded once per worker; a document listed there is filtered
 with its reason (``duplicate``, ``contaminated``, ...); one marked ``redacted`` is kept, its
 evaluation n-grams cut (``pipeline.quality.decontaminate.Redactor``). With mixture weights
 each remaining document gets its repeat count (``pipeline.quality.mixture``); a count of 0 is
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline.quality import mixture
-from pipeline.quality.decisions import MIXTURE, REDACTED, Decisions
+from pipeline.quality.decision_files import MIXTURE, REDACTED, Decisions
 from pipeline.quality.decontaminate import Redactor
 from pipeline.read.stage import Chunk, ReadStats
 

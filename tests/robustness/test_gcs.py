@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from common import conditional, storage
+from common import compare_and_swap, storage
 from pipeline.launch import claim
 from tests.conftest import use_gcs_environment
 from tests.robustness.fault_proxy import FaultProxy
@@ -60,11 +60,11 @@ def test_pipeline_reads_and_writes_gcs_like_local_disk(gcs, tmp_path):
 
 def test_conditional_writes_on_gcs_take_one_winner_and_refuse_stale_generations(gcs):
     path = gcs.url("out/.pilepack-claim.json")
-    assert conditional.is_atomic(path)
+    assert compare_and_swap.is_atomic(path)
     won = []
 
     def create(i: int) -> None:
-        if conditional.create_exclusive(path, b"run %d" % i):
+        if compare_and_swap.create_exclusive(path, b"run %d" % i):
             won.append(i)
 
     threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
@@ -73,17 +73,17 @@ def test_conditional_writes_on_gcs_take_one_winner_and_refuse_stale_generations(
     for thread in threads:
         thread.join()
     assert len(won) == 1
-    first = conditional.read(path)
+    first = compare_and_swap.read(path)
     assert first.data == b"run %d" % won[0] and first.modified > 0
 
-    assert conditional.replace_if(path, b"second", version=first.version)
-    assert not conditional.replace_if(path, b"stale", version=first.version)
-    second = conditional.read(path)
+    assert compare_and_swap.replace_if(path, b"second", version=first.version)
+    assert not compare_and_swap.replace_if(path, b"stale", version=first.version)
+    second = compare_and_swap.read(path)
     assert second.data == b"second" and second.version != first.version
-    assert conditional.delete_if(path, version=second.version)
-    assert conditional.read(path) is None
-    assert not conditional.replace_if(path, b"gone", version=second.version)
-    assert conditional.create_exclusive(path, b"again")
+    assert compare_and_swap.delete_if(path, version=second.version)
+    assert compare_and_swap.read(path) is None
+    assert not compare_and_swap.replace_if(path, b"gone", version=second.version)
+    assert compare_and_swap.create_exclusive(path, b"again")
 
 
 def test_conditional_requests_name_the_generation(gcs, gcs_server, monkeypatch):
@@ -91,11 +91,11 @@ def test_conditional_requests_name_the_generation(gcs, gcs_server, monkeypatch):
     path = gcs.url("out/.pilepack-claim.json")
     with _Recorder(gcs_server) as proxy:
         use_gcs_environment(monkeypatch, proxy.url)
-        assert conditional.create_exclusive(path, b"a")
-        held = conditional.read(path)
-        assert conditional.replace_if(path, b"b", version=held.version)
-        current = conditional.read(path)
-        assert conditional.delete_if(path, version=current.version)
+        assert compare_and_swap.create_exclusive(path, b"a")
+        held = compare_and_swap.read(path)
+        assert compare_and_swap.replace_if(path, b"b", version=held.version)
+        current = compare_and_swap.read(path)
+        assert compare_and_swap.delete_if(path, version=current.version)
     use_gcs_environment(monkeypatch, gcs_server)
     writes = [(method, target) for method, target in proxy.seen if method in ("POST", "DELETE")]
     assert [method for method, _ in writes] == ["POST", "POST", "DELETE"], writes

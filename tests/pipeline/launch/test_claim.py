@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from common import conditional
+from common import compare_and_swap
 from pipeline.launch import claim, jobs
 from schemas.claim import Claim, Job, claim_path
 
@@ -36,7 +36,7 @@ def _write(out, holder: Claim) -> None:
 
 
 def _current(out) -> Claim:
-    return Claim.from_bytes(conditional.read(claim_path(str(out))).data)
+    return Claim.from_bytes(compare_and_swap.read(claim_path(str(out))).data)
 
 
 # --- whose claim is live -------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_release_never_removes_another_runs_claim(tmp_path):
     claim.release(out, dataclasses.replace(first, run_id="not-the-holder"))
     assert _current(out).run_id == first.run_id
     claim.release(out, first)
-    assert conditional.read(claim_path(out)) is None
+    assert compare_and_swap.read(claim_path(out)) is None
 
 
 def test_updates_refuse_once_another_run_holds_the_claim(tmp_path):
@@ -244,7 +244,7 @@ def test_a_binding_records_each_job_in_turn_and_none_between(tmp_path):
         ("submitting", "submitting", None), ("running", "submitted", "main")]
     assert seen[3][1].job == Job(kind="portable", id="prepass", endpoint="localhost:1")
     binding.release()
-    assert conditional.read(claim_path(str(out))) is None
+    assert compare_and_swap.read(claim_path(str(out))) is None
 
 
 @pytest.mark.parametrize("cancel", [True, False])
@@ -263,7 +263,7 @@ def test_an_interrupt_during_a_later_job_binds_the_claim_to_that_job(tmp_path, c
     assert not first.result.cancelled and second.result.cancelled is cancel
     assert _current(out).job.id == "prepass" and binding.may_still_run() is not cancel
     binding.release()
-    left = conditional.read(claim_path(str(out)))
+    left = compare_and_swap.read(claim_path(str(out)))
     if cancel:  # the job is over: the claim goes
         assert left is None
     else:  # the job runs on: the claim stays bound to it, and no next job starts
@@ -286,4 +286,4 @@ def test_a_failed_job_keeps_the_claim_only_while_it_may_run(tmp_path):
     assert _current(out).job.id == "prepass"
     failing.result.state = "FAILED"
     binding.release()
-    assert conditional.read(claim_path(str(out))) is None
+    assert compare_and_swap.read(claim_path(str(out))) is None

@@ -15,7 +15,7 @@ from pipeline import run
 from pipeline.config import ReadConfig
 from pipeline.dataset import reader
 from pipeline.quality import eval_sets
-from pipeline.quality.decisions import Decisions, read_totals
+from pipeline.quality.decision_files import Decisions, read_totals
 from pipeline.quality.decontaminate import DecontaminateOptions
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs

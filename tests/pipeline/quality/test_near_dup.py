@@ -17,7 +17,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from datagen.near_duplicates import write_corpus
 from pipeline.config import ReadConfig
 from pipeline.quality import near_dup
-from pipeline.quality.decisions import Decisions
+from pipeline.quality.decision_files import Decisions
 from pipeline.quality.near_dup import NearDupOptions
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from datagen.contamination import make_corpus
-from pipeline.quality import decisions, ngrams
+from pipeline.quality import decision_files, ngrams
 
 
 def test_words_ignore_case_punctuation_and_whitespace_runs():
@@ -93,7 +93,7 @@ def test_short_passages_contribute_no_ngram(corpus):
 
 
 def test_a_drop_beats_redacted_for_the_same_line(tmp_path):
-    decisions.write_decisions([(3, decisions.REDACTED), (3, decisions.DUPLICATE),
-                               (5, decisions.REDACTED)], directory=str(tmp_path), file_index=0)
-    loaded = decisions.Decisions.load(str(tmp_path), 0)
-    assert loaded.reason(3) == decisions.DUPLICATE and loaded.reason(5) == decisions.REDACTED
+    decision_files.write_decisions([(3, decision_files.REDACTED), (3, decision_files.DUPLICATE),
+                               (5, decision_files.REDACTED)], directory=str(tmp_path), file_index=0)
+    loaded = decision_files.Decisions.load(str(tmp_path), 0)
+    assert loaded.reason(3) == decision_files.DUPLICATE and loaded.reason(5) == decision_files.REDACTED

@@ -25,7 +25,7 @@ from pipeline import run
 from pipeline.config import ReadConfig
 from pipeline.dataset import roundtrip, verify
 from pipeline.quality import doc_hash, exclusion, mixture
-from pipeline.quality.decisions import Decisions
+from pipeline.quality.decision_files import Decisions
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs
 from schemas.records import iter_tfrecord_frames

@@ -6,7 +6,7 @@ import collections
 
 from datagen.pile_files import pile_doc, write_jsonl
 from pipeline.config import ReadConfig
-from pipeline.quality import decisions as quality_files
+from pipeline.quality import decision_files
 from pipeline.quality import mixture
 from pipeline.quality.selection import Selection
 from pipeline.read.inputs import expand_inputs
@@ -40,8 +40,8 @@ def _read(tmp_path, selection):
 
 
 def test_drops_and_repeats(tmp_path):
-    quality_files.write_decisions([(2, quality_files.DUPLICATE), (7, quality_files.CONTAMINATED),
-                                   (13, quality_files.DUPLICATE)],
+    decision_files.write_decisions([(2, decision_files.DUPLICATE), (7, decision_files.CONTAMINATED),
+                                   (13, decision_files.DUPLICATE)],
                                   directory=str(tmp_path), file_index=0)
     weights = {"A": 0.5, "B": 2.0}
     file, chunks, stats = _read(tmp_path, Selection(decisions=str(tmp_path), weights=weights,
@@ -64,7 +64,7 @@ def test_drops_and_repeats(tmp_path):
 
 
 def test_no_weights_no_repeats(tmp_path):
-    quality_files.write_decisions([(1, quality_files.DUPLICATE)], directory=str(tmp_path),
+    decision_files.write_decisions([(1, decision_files.DUPLICATE)], directory=str(tmp_path),
                                   file_index=0)
     _, chunks, stats = _read(tmp_path, Selection(decisions=str(tmp_path)))
     assert all(c.repeats == () for c in chunks)

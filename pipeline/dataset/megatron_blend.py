@@ -1,4 +1,5 @@
-"""Megatron's ``--data-path`` for the pairs of one or more datasets (``pipeline.megatron_paths``).
+"""Megatron's ``--data-path`` blend over the pairs of one or more datasets (the library behind
+the command ``pipeline.megatron_paths``).
 
 Each pair is weighted by its tokens, so Megatron's blend draws from every pair in proportion to
 its size: the split's own mixture (``--subset_weights``/``--subset_tokens`` are already written

@@ -1,4 +1,4 @@
-"""doc_hash_files.py: every split lists its documents' hashes, and verify checks the files."""
+"""split_doc_hashes.py: every split lists its documents' hashes, and verify checks the files."""
 
 import json
 

@@ -4,8 +4,8 @@ came from, and which of them are estimates."""
 from __future__ import annotations
 
 from pipeline.config import PipelineConfig
-from pipeline.launch.dry_run_sample import ASSUMED_BYTES_PER_TOKEN, SAMPLE_TEXT_BYTES
-from pipeline.quality.decisions import DECONTAMINATED, NEAR_DUPLICATE
+from pipeline.launch.dry_run.sample import ASSUMED_BYTES_PER_TOKEN, SAMPLE_TEXT_BYTES
+from pipeline.quality.decision_files import DECONTAMINATED, NEAR_DUPLICATE
 
 
 def _size(n: float) -> str:
@@ -143,7 +143,7 @@ def compute_lines(est, *, config: PipelineConfig, cluster) -> list[str]:
 
 
 def report(est, *, split: str, config: PipelineConfig, cluster) -> list[str]:
-    """The dry run's printed lines (``est``: a ``pipeline.launch.dry_run.Estimate``)."""
+    """The dry run's printed lines (``est``: a ``pipeline.launch.dry_run.estimate.Estimate``)."""
     head = f"[{split}] dry run"
     text = est.text_bytes
     if est.bytes_per_token:

@@ -1,6 +1,6 @@
 """The pipeline's measured throughput per core, by encoder backend: the file ``--dry_run`` reads.
 
-``pipeline/launch/dry_run_rates.json`` (``RATES_PATH``) holds, per backend, the text MB (10^6
+``pipeline/launch/dry_run/rates.json`` (``RATES_PATH``) holds, per backend, the text MB (10^6
 bytes of document text) the whole pipeline processes per CPU-second, and where that figure
 came from (``source``: the command, the corpus, the date). ``python -m bench.scaling_bench
 --write_rates=PATH`` writes the entry of the backend its runs used and keeps the others; the
@@ -19,7 +19,7 @@ from common.errors import InputError
 
 VERSION = 1
 # Package data (pyproject.toml), so an installed launcher has it too.
-RATES_PATH = str(pathlib.Path(__file__).resolve().with_name("dry_run_rates.json"))
+RATES_PATH = str(pathlib.Path(__file__).resolve().with_name("rates.json"))
 UNIT = ("text MB (10^6 bytes of document text) per CPU-second of the whole pipeline: read, "
         "shuffle, parse, tokenize, pack, write parts and shards, manifest, start-up included; "
         "CPU seconds of the run's whole process tree")

@@ -1,4 +1,4 @@
-"""``--dry_run`` (pipeline/launch/dry_run*.py): exact on inputs it reads to the end (data-quality
+"""``--dry_run`` (pipeline/launch/dry_run/): exact on inputs it reads to the end (data-quality
 options included), close on the rest, the backend the run would use, the rate from the rates
 file, Beam's worker options read, nothing written."""
 
@@ -11,7 +11,10 @@ from common.errors import InputError
 from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
 from pipeline.config import PipelineConfig, QualityConfig, ReadConfig
-from pipeline.launch import dry_run, dry_run_rates, dry_run_report, dry_run_sample
+from pipeline.launch.dry_run import estimate as dry_run
+from pipeline.launch.dry_run import rates as dry_run_rates
+from pipeline.launch.dry_run import report as dry_run_report
+from pipeline.launch.dry_run import sample as dry_run_sample
 from pipeline.read.inputs import expand_inputs
 from schemas import manifest
 from tests.pipeline.conftest import TINY_ARGS, tiny_text

@@ -1,7 +1,7 @@
 """The data-quality options in ``--dry_run``: mixture weights, the pre-pass's time.
 
 * ``--dedup``, ``--decontaminate``: which sampled documents drop, and why, is
-  ``pipeline.launch.dry_run_drops`` (duplicates within the sample only: a lower bound).
+  ``pipeline.launch.dry_run.drops`` (duplicates within the sample only: a lower bound).
 * ``--subset_weights``: the run's weights (``pipeline.config.mixture_weights``);
   ``--subset_tokens``: ``budget / tokens`` with the tokens of the kept documents estimated from
   the sample, as the pre-pass counts them (``pipeline.quality.mixture.weights_from_budgets``).
@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline.config import PipelineConfig, mixture_weights
-from pipeline.launch.dry_run_sample import FileSample
+from pipeline.launch.dry_run.sample import FileSample
 from pipeline.quality import mixture
 
 

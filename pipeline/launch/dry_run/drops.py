@@ -29,9 +29,9 @@ import collections
 import dataclasses
 
 from pipeline.config import PipelineConfig
-from pipeline.launch.dry_run_sample import FileSample
+from pipeline.launch.dry_run.sample import FileSample
 from pipeline.quality import components, lsh, minhash
-from pipeline.quality.decisions import DECONTAMINATED, DUPLICATE, NEAR_DUPLICATE
+from pipeline.quality.decision_files import DECONTAMINATED, DUPLICATE, NEAR_DUPLICATE
 from pipeline.quality.near_dup import NearDupOptions, cluster_sizes
 
 

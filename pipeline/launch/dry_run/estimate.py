@@ -1,14 +1,14 @@
 """``python -m pipeline.run --dry_run``: what a run would cost, from a small sample; writes nothing.
 
 It lists the inputs, reads the start of up to 16 of them (evenly spaced;
-``pipeline.launch.dry_run_sample``) and extrapolates (``pipeline.launch.dry_run_figures``):
+``pipeline.launch.dry_run.sample``) and extrapolates (``pipeline.launch.dry_run.figures``):
 
 * text bytes per input byte, per file, and the number of documents;
 * tokens: with ``--tokenizer_model`` the sample is tokenized by the backend the run would use
   (built as ``--encoder`` builds it: ``auto`` takes gigatoken only when it encodes the model
   exactly) and bytes per token measured per subset; without one, ``ASSUMED_BYTES_PER_TOKEN``
   is assumed (and said so);
-* the data-quality options (``pipeline.launch.dry_run_drops``, ``dry_run_quality``): exact
+* the data-quality options (``pipeline.launch.dry_run.drops``, ``.quality``): exact
   and near duplicates within the sample (a lower bound), documents holding evaluation n-grams
   (``--decontaminate``: the evaluation sets are read here), the mixture's copies
   (``--subset_weights``, ``--subset_tokens``), the pre-pass's time;
@@ -16,7 +16,7 @@ It lists the inputs, reads the start of up to 16 of them (evenly spaced;
   ``pipeline.write.shard_plan``): exact for files read to their end, whose chunks are rebuilt
   and whose copies are the run's own draws;
 * core-hours at the measured text MB per CPU-second of that backend, read from the rates file
-  (``pipeline.launch.dry_run_rates``: ``pipeline/launch/dry_run_rates.json``), and wall time on
+  (``pipeline.launch.dry_run.rates``: ``pipeline/launch/dry_run/rates.json``), and wall time on
   Beam's ``--num_workers`` workers of ``--dry_run_cores_per_worker`` cores (else the cores of
   ``--machine_type``, e.g. ``n2-standard-8`` -> 8), capped by the parallelism the run can use
   (chunks with fan-out, files without), plus reading the largest file, which one worker does
@@ -34,24 +34,24 @@ import re
 from common.errors import ConfigError
 from pipeline.config import PipelineConfig
 from pipeline.config.mixture_weights import parse_budgets
-from pipeline.launch.dry_run_drops import SampleDrops, sample_drops
-from pipeline.launch.dry_run_figures import Figures, Packing, run_figures, summed
-from pipeline.launch.dry_run_quality import (
+from pipeline.launch.dry_run.drops import SampleDrops, sample_drops
+from pipeline.launch.dry_run.figures import Figures, Packing, run_figures, summed
+from pipeline.launch.dry_run.quality import (
     PrepassCost,
     Weights,
     budget_weights,
     flag_weights,
     prepass_cost,
 )
-from pipeline.launch.dry_run_rates import RATES_PATH, Rate, load_rate
-from pipeline.launch.dry_run_report import report
-from pipeline.launch.dry_run_sample import (
+from pipeline.launch.dry_run.rates import RATES_PATH, Rate, load_rate
+from pipeline.launch.dry_run.report import report
+from pipeline.launch.dry_run.sample import (
     FileSample,
     SampleChecks,
     sample_file,
     sampled_indices,
 )
-from pipeline.quality.decisions import DUPLICATE
+from pipeline.quality.decision_files import DUPLICATE
 from pipeline.quality.mixture import mixture_table
 from pipeline.read.inputs import InputFile
 
@@ -307,7 +307,7 @@ def sample_checks(config: PipelineConfig, inputs: list[InputFile]) -> SampleChec
 def dry_run_split(config: PipelineConfig, beam_args: list[str], *,
                   rates_path: str = RATES_PATH) -> Estimate:
     """Sample ``config.input``, print the estimate of a run with ``config``, return it
-    (``rates_path``: the rates file, ``pipeline.launch.dry_run_rates``)."""
+    (``rates_path``: the rates file, ``pipeline.launch.dry_run.rates``)."""
     from pipeline.read.inputs import expand_inputs
     from tokenizer.encoder import load_model_bytes
     from tokenizer.model_info import parse_model

@@ -1,17 +1,24 @@
-"""Every split's document hashes, next to its manifest: ``doc_hashes/{0..f}.bin``.
+"""A split's document hashes, next to its manifest: ``doc_hashes/{0..f}.bin``; the stage that
+writes them and the check ``verify`` runs on them.
 
-The hash (``pipeline.quality.doc_hash``) of every document the split writes, each once: 16
-files by the digest's first hex digit, each the sorted distinct 16-byte digests concatenated.
-They let another run remove this split's documents with ``--exclude_docs_from=<this manifest>``
-alone, without the input files. Hashes are grouped by file before writing (a shuffle with 16
-keys, ``pipeline.quality.write_doc_hashes``), so each file depends only on the data, not on
-bundling; memory at the writer is one sixteenth of the split's hashes (16 bytes per document).
+(``pipeline.quality.doc_hash`` is one document's hash; this module is a split's files of them.)
+The hash of every document the split writes, each once: 16 files by the digest's first hex
+digit, each the sorted distinct 16-byte digests concatenated. They let another run remove this
+split's documents with ``--exclude_docs_from=<this manifest>`` alone, without the input files.
+
+``WriteDocHashes``: each parsed chunk's written documents (repeat count >= 1) are hashed on
+whichever worker parsed the chunk (after the fan-out, when it is on), keyed by the file their
+digest goes to, grouped (a shuffle with 16 keys; every file is written, empty ones included) and
+written sorted and distinct, so each file depends only on the data, not on bundling; memory at
+the writer is one sixteenth of the split's hashes (16 bytes per document).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+
+import apache_beam as beam
 
 from common import storage
 from pipeline.quality import doc_hash
@@ -72,3 +79,33 @@ def check_files(directory: str, doc: dict) -> list[str]:
     if sum(item["documents"] for item in entry["files"]) != entry["documents"]:
         problems.append("manifest: doc_hashes.documents is not the sum of its files'")
     return problems
+
+
+def written_hashes(chunk):
+    """(file number, digest) of each document of a chunk that is written (repeats >= 1)."""
+    repeats = chunk.repeats or (1,) * len(chunk.documents)
+    for doc, count in zip(chunk.documents, repeats):
+        if count:
+            digest = doc_hash.doc_hash(doc.text)
+            yield doc_hash.prefix(digest), digest
+
+
+class WriteDocHashes(beam.PTransform):
+    """PCollection[Chunk] -> PCollection[DocHashFile] (all 16, empty ones included)."""
+
+    def __init__(self, *, directory: str):
+        super().__init__()
+        self._directory = directory
+
+    def expand(self, chunks):
+        directory = self._directory
+        every = (chunks.pipeline | "EveryFile" >> beam.Create(range(doc_hash.PREFIXES))
+                 | "NoHash" >> beam.Map(lambda index: (index, None)))
+        return (
+            (chunks | "HashWritten" >> beam.FlatMap(written_hashes), every)
+            | "AllHashes" >> beam.Flatten()
+            | "GroupByFile" >> beam.GroupByKey()
+            | "WriteHashFiles" >> beam.MapTuple(
+                lambda index, digests: write_hash_file(digests, directory=directory,
+                                                       index=index))
+        )

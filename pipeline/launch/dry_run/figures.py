@@ -1,7 +1,7 @@
 """What a run would read and write, from the dry run's samples: per input file, then summed.
 
 A file read to its end (``FileSample.complete``) is counted as the run counts it: its sampled
-documents are its documents; those the pre-pass drops (``pipeline.launch.dry_run_drops``:
+documents are its documents; those the pre-pass drops (``pipeline.launch.dry_run.drops``:
 duplicates, near duplicates, decontaminated) drop; each other one gets the run's own number
 of copies (``pipeline.quality.mixture.repeat_count``, drawn from the seed, the file and the
 line, so the same draws as the run's); each chunk is packed epoch by epoch
@@ -21,7 +21,7 @@ import dataclasses
 import itertools
 import math
 
-from pipeline.launch.dry_run_sample import FileSample
+from pipeline.launch.dry_run.sample import FileSample
 from pipeline.quality.mixture import repeat_count
 from pipeline.read.inputs import InputFile
 from pipeline.write.pack import epochs
