@@ -1,5 +1,5 @@
-"""The layout rules of CONVENTIONS.md that a test can hold: imports point one way, no import
-cycles between modules, small files, no magic error strings."""
+"""The layout rules of docs/code-style.md that a test can hold: imports point one way, no import
+cycles between modules, sub-packages in their order, small files, no magic error strings."""
 
 import ast
 import pathlib
