@@ -1,11 +1,7 @@
-"""Data quality: exact and near dedup, evaluation-set decontamination, ``--exclude_docs_from``,
-the subset mixture, document hashes.
+"""Data quality: exact and near dedup, decontamination, ``--exclude_docs_from``, the mixture.
 
-Data flow: a pre-pass (``prepass``, launched by ``prepare``) decides which documents drop:
-exact duplicates by document hash (``doc_hash``), near duplicates by MinHash-LSH (``minhash``,
-``lsh``, ``components``, ``near_dup``), evaluation-set overlap by n-grams (``eval_sets``,
-``ngrams``, ``decontaminate``) and other splits' documents (``exclusion``); it writes per-file
-decision files (``decision_files``). Read's Parse applies them per chunk (``selection``), with
-the mixture's repeat counts (``mixture``); the written documents' hashes go next to the manifest
-(``split_doc_hashes``). May import: ``pipeline.config``, ``pipeline.read``.
+A pre-pass (``prepass``, launched by ``prepare``) finds exact duplicates (``doc_hash``), near ones
+(``minhash``, ``lsh``, ``components``, ``near_dup``) and evaluation overlap (``eval_sets``,
+``ngrams``, ``decontaminate``) into ``decision_files`` that Parse applies (``selection``,
+``mixture``); written documents' hashes: ``split_doc_hashes``. May import: config, read.
 """
