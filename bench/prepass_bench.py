@@ -55,15 +55,12 @@ class Options:
 def once() -> None:
     """A child run: the pre-pass alone with ``sys.argv[1:]`` (``pipeline.run`` flags); prints
     its seconds."""
-    from common.flags import from_args
-    from pipeline.config import PipelineConfig
     from pipeline.launch.beam_options import fanout_enabled
     from pipeline.quality import prepare
     from pipeline.read.inputs import expand_inputs
     from pipeline.run import parse
 
-    args, beam_args = parse(sys.argv[1:])
-    config = from_args(PipelineConfig, args)
+    config, beam_args = parse(sys.argv[1:])
     inputs = expand_inputs(config.input)
     sources = prepare.resolve(config, inputs)
     started = time.time()

@@ -3,7 +3,9 @@
 A config field declares its flag once, with ``flag(default, help=...)``; ``add_flags`` turns
 every field (nested config dataclasses included, flattened) into ``--name``, and ``from_args``
 builds the dataclass back from the parsed namespace. So a default lives in one place, the
-dataclass, and ``--help`` is the reference.
+dataclass, and ``--help`` is the reference. A field's ``choices`` are declared there too: the
+parser offers them, and ``check_choices``, called from the dataclass's ``__post_init__``,
+refuses any other value when the dataclass is built directly (library use, tests).
 
     @dataclasses.dataclass(frozen=True)
     class Options:
@@ -29,12 +31,41 @@ _MISSING = dataclasses.MISSING
 
 
 def flag(default: Any = _MISSING, *, help: str, choices: tuple | None = None,
-         metavar: str | None = None) -> Any:
-    """A dataclass field that is also a flag; without ``default`` the flag is required."""
-    metadata = {"help": help, "choices": choices, "metavar": metavar}
+         metavar: str | None = None, nargs: str | None = None,
+         positional: bool = False) -> Any:
+    """A dataclass field that is also a flag; without ``default`` the flag is required.
+
+    Args:
+      choices: the values allowed (the dataclass's ``__post_init__`` calls ``check_choices``).
+      nargs: ``"+"``: a tuple field takes separate values (``--scale 1 2``), each of the
+        tuple's item type, rather than one comma list.
+      positional: an argument without ``--`` (a tuple field: one or more values); required,
+        so it has no default.
+    """
+    metadata = {"help": help, "choices": choices, "metavar": metavar, "nargs": nargs,
+                "positional": positional}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple (immutable) as a flag's default")
+    if positional and default is not _MISSING:
+        raise TypeError("a positional flag is required: give it no default")
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def _one_of(choices: tuple) -> str:
+    """``("a", "b", "c")`` -> ``"a, b or c"``."""
+    names = [str(choice) for choice in choices]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def check_choices(config) -> None:
+    """Refuse a field of the dataclass ``config`` whose value is not one of the ``choices`` its
+    ``flag`` declares: ConfigError naming the flag, the value and the values allowed. Call it
+    from ``__post_init__``; the parser refuses a bad flag itself (argparse's "invalid choice")."""
+    for field in dataclasses.fields(config):
+        choices = field.metadata.get("choices")
+        value = getattr(config, field.name)
+        if choices and value not in choices:
+            raise ConfigError(f"--{field.name} must be {_one_of(choices)}, got {value!r}")
 
 
 def csv(value: str) -> tuple[str, ...]:
@@ -65,24 +96,37 @@ def add_flags(parser: argparse.ArgumentParser, cls, *, skip: tuple[str, ...] = (
             continue
         if "help" not in field.metadata:
             raise TypeError(f"{cls.__name__}.{field.name} is not declared with common.flags.flag")
-        kwargs: dict[str, Any] = {"help": field.metadata["help"]}
-        if field.metadata.get("choices"):
-            kwargs["choices"] = field.metadata["choices"]
-        if field.metadata.get("metavar"):
-            kwargs["metavar"] = field.metadata["metavar"]
-        base, _ = _unwrap_optional(tp)
-        if base is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif typing.get_origin(base) is tuple:
-            kwargs["type"] = csv
-            kwargs["metavar"] = kwargs.get("metavar") or "A,B,..."
-        else:
-            kwargs["type"] = base
+        positional = field.metadata.get("positional", False)
+        kwargs = _argument(field, tp)
         if field.default is _MISSING:
-            kwargs["required"] = True
+            if not positional:  # argparse: a positional is required by being one
+                kwargs["required"] = True
         else:
             kwargs["default"] = field.default
-        parser.add_argument(f"--{field.name}", **kwargs)
+        parser.add_argument(field.name if positional else f"--{field.name}", **kwargs)
+
+
+def _argument(field: dataclasses.Field, tp) -> dict[str, Any]:
+    """``add_argument``'s keywords for ``field`` of type ``tp``, except its name and default."""
+    kwargs: dict[str, Any] = {"help": field.metadata["help"]}
+    if field.metadata.get("choices"):
+        kwargs["choices"] = field.metadata["choices"]
+    if field.metadata.get("metavar"):
+        kwargs["metavar"] = field.metadata["metavar"]
+    base, _ = _unwrap_optional(tp)
+    if base is bool:
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif typing.get_origin(base) is tuple:
+        nargs = field.metadata.get("nargs") or ("+" if field.metadata.get("positional") else None)
+        if nargs:  # separate values, each of the tuple's item type
+            kwargs["nargs"] = nargs
+            kwargs["type"] = typing.get_args(base)[0]
+        else:
+            kwargs["type"] = csv
+            kwargs["metavar"] = kwargs.get("metavar") or "A,B,..."
+    else:
+        kwargs["type"] = base
+    return kwargs
 
 
 def from_args(cls, args: argparse.Namespace | dict, **overrides):
@@ -100,6 +144,7 @@ def from_args(cls, args: argparse.Namespace | dict, **overrides):
 
 
 def flag_names(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string ``parser`` knows (``--seq_len``, ``-h``, ...)."""
     return [option for action in parser._actions for option in action.option_strings]
 
 

@@ -4,29 +4,38 @@ The command; the library is ``pipeline.dataset.roundtrip``."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from common import cli
-from common.flags import ArgumentParser
+from common.flags import ArgumentParser, add_flags, check_choices, flag, from_args
 from pipeline.dataset.roundtrip import RoundTrip, check
 from tokenizer.backends import ENCODER_CHOICES
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundTripFlags:
+    manifest: str = flag(help="manifest.json or its directory")
+    check_ids: bool = flag(
+        False, help="also compare every document's ids with the documented encoding: "
+                    "SentencePieceProcessor.encode, a literal U+2581 as its 3 byte pieces")
+    encoder: str = flag(
+        "sentencepiece", choices=ENCODER_CHOICES,
+        help="what computes the documented encoding for --check_ids: the SentencePiece "
+             "library itself (default) or another backend")
+
+    def __post_init__(self):
+        check_choices(self)
 
 
 def main(argv=None) -> int:
     parser = ArgumentParser(prog="python -m pipeline.roundtrip",
                             description=__doc__.split("\n")[0])
-    parser.add_argument("--manifest", required=True, help="manifest.json or its directory")
-    parser.add_argument("--check_ids", action="store_true",
-                        help="also compare every document's ids with the documented encoding: "
-                             "SentencePieceProcessor.encode, a literal U+2581 as its 3 byte pieces")
-    parser.add_argument("--encoder", default="sentencepiece",
-                        choices=ENCODER_CHOICES,
-                        help="what computes the documented encoding for --check_ids: the "
-                             "SentencePiece library itself (default) or another backend")
-    args = parser.parse_args(argv)
+    add_flags(parser, RoundTripFlags)
+    flags = from_args(RoundTripFlags, parser.parse_args(argv))
     cli.quiet_tensorflow(errors_too=True)  # TensorFlow only parses records here
-    return cli.run_main(lambda: _report(check(args.manifest, check_ids=args.check_ids,
-                                              encoder=args.encoder)))
+    return cli.run_main(lambda: _report(check(flags.manifest, check_ids=flags.check_ids,
+                                              encoder=flags.encoder)))
 
 
 def _report(result: RoundTrip) -> int:

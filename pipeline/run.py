@@ -25,8 +25,6 @@ from pipeline.config import PipelineConfig
 
 log = logging.getLogger("pilepack")
 
-SAMPLE_OUTPUT = "output/sample"
-
 
 def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
                    whole_machine: bool = False,
@@ -233,8 +231,18 @@ def build_parser() -> ArgumentParser:
 
 
 def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
-    """Pilepack's flags -> a config; the rest must be Beam's (else exit 2 naming the typo)."""
+    """``(config, beam_args)``: pilepack's flags as the run's config, and the rest, which must
+    be Beam's (else exit 2 naming the typo), with the ones this command adds.
+
+    A run of the built-in sample (no ``--input``, no ``--dry_run``) takes ``--output`` as the
+    root of the sample's splits, not as a split, so no split name is taken from it: the
+    config's is the first split's (``--split``, else ``train``).
+
+    Raises:
+      ConfigError: a flag's value the config refuses (``--seq_len=0``).
+    """
     from pipeline.launch.beam_options import is_direct_runner, refuse_unknown_args
+    from pipeline.launch.builtin_sample import SPLITS
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
@@ -246,38 +254,39 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
     if not args.verbose and is_direct_runner(beam_args):
         # The DirectRunner's worker processes write to this terminal (pipeline/__init__.py).
         os.environ[cli.LOCAL_WORKER_ENV] = "1"
-    return args, beam_args
+    sample = {} if args.input or args.dry_run else {"split": args.split or SPLITS[0]}
+    return from_args(PipelineConfig, args, **sample), beam_args
 
 
 def main(argv=None) -> int:
-    args, beam_args = parse(sys.argv[1:] if argv is None else argv)
-    return cli.run_main(lambda: _run(args, beam_args))
+    return cli.run_main(lambda: _run(*parse(sys.argv[1:] if argv is None else argv)))
 
 
-def _run(args, beam_args: list[str]) -> None:
-    if args.dry_run:
+def _run(config: PipelineConfig, beam_args: list[str]) -> None:
+    if config.dry_run:
         from pipeline.launch.dry_run.estimate import dry_run
 
-        dry_run(from_args(PipelineConfig, args), beam_args)
-    elif args.input:
-        run_split(from_args(PipelineConfig, args), beam_args)
+        dry_run(config, beam_args)
+    elif config.input:
+        run_split(config, beam_args)
     else:
-        run_sample(args, beam_args)
+        run_sample(config, beam_args)
 
 
-def run_sample(args, beam_args) -> None:
-    """The built-in sample: a train split (training the tokenizer), then a val split with it."""
+def run_sample(config: PipelineConfig, beam_args: list[str]) -> None:
+    """The built-in sample (``config`` without an input): a train split (training the
+    tokenizer), then a val split with it, under ``--output``."""
     from common import storage
-    from pipeline.launch.builtin_sample import ensure_builtin_sample
+    from pipeline.launch.builtin_sample import SAMPLE_OUTPUT, builtin_splits
     from tokenizer.spec import MODEL_FILENAME
 
-    sample = ensure_builtin_sample()  # one error line where datagen/ is not installed
-    root = (args.output or SAMPLE_OUTPUT).rstrip("/")
-    print(f"built-in sample: {sample.train_paths + [sample.val_path]}")
-    train = from_args(PipelineConfig, args, input=",".join(sample.train_paths),
-                      output=root + "/train")
+    first, second = builtin_splits()  # one error line where datagen/ is not installed
+    root = (config.output or SAMPLE_OUTPUT).rstrip("/")
+    print(f"built-in sample: {[*first.paths, *second.paths]}")
+    train = dataclasses.replace(config, input=first.input, output=f"{root}/{first.name}")
     run_split(train, beam_args)
-    val = dataclasses.replace(train, input=sample.val_path, output=root + "/val", split="val",
+    val = dataclasses.replace(train, input=second.input, output=f"{root}/{second.name}",
+                              split=second.name,
                               tokenizer_model=storage.join(train.output, MODEL_FILENAME))
     run_split(val, beam_args)
 

@@ -4,20 +4,26 @@ The command; the library is ``pipeline.dataset.verify``."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from common import cli
-from common.flags import ArgumentParser
+from common.flags import ArgumentParser, add_flags, flag, from_args
 from pipeline.dataset.verify import Report, verify
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyFlags:
+    manifest: str = flag(help="manifest.json or its directory")
+    deep: bool = flag(False, help="also parse every record")
 
 
 def main(argv=None) -> int:
     parser = ArgumentParser(prog="python -m pipeline.verify", description=__doc__.split("\n")[0])
-    parser.add_argument("--manifest", required=True, help="manifest.json or its directory")
-    parser.add_argument("--deep", action="store_true", help="also parse every record")
-    args = parser.parse_args(argv)
+    add_flags(parser, VerifyFlags)
+    flags = from_args(VerifyFlags, parser.parse_args(argv))
     cli.quiet_tensorflow(errors_too=True)  # TensorFlow only parses records here
-    return cli.run_main(lambda: _report(verify(args.manifest, deep=args.deep), deep=args.deep))
+    return cli.run_main(lambda: _report(verify(flags.manifest, deep=flags.deep), deep=flags.deep))
 
 
 def _report(report: Report, *, deep: bool) -> int:

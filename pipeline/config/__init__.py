@@ -1,8 +1,9 @@
 """The pipeline's options: frozen, validated dataclasses whose fields are also the flags.
 
-Each field is declared once with ``common.flags.flag`` (default and help); ``add_flags`` makes
-the argparse flags from them, so ``python -m pipeline.run --help`` is the reference. Beam's own
-flags (``--runner``, ...) are parsed by Beam (``pipeline.launch.beam_options``).
+Each field is declared once with ``common.flags.flag`` (default, help, choices; a dataclass
+with choices calls ``check_choices`` to refuse others); ``add_flags`` makes the argparse flags
+from them, so ``python -m pipeline.run --help`` is the reference. Beam's own flags
+(``--runner``, ...) are parsed by Beam (``pipeline.launch.beam_options``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import dataclasses
 import json
 import os
 
-from common.flags import flag, require
+from common.flags import check_choices, flag, require
 from pipeline.config.mixture_weights import parse_budgets, parse_weights
 from schemas.formats import DEFAULT_FORMATS, FORMATS, formats_problem
 from tokenizer.spec import DEFAULT_VOCAB_SIZE, MIN_VOCAB_SIZE
@@ -43,8 +44,7 @@ class ReadConfig:
                       "and packed together)")
 
     def __post_init__(self):
-        require(self.on_bad_record in ("skip", "fail"),
-                f"--on_bad_record must be skip or fail, got {self.on_bad_record!r}")
+        check_choices(self)
         require(0.0 <= self.max_bad_fraction <= 1.0,
                 f"--max_bad_fraction must be in [0, 1], got {self.max_bad_fraction}")
         require(not (self.include_subsets and self.exclude_subsets),
@@ -145,8 +145,7 @@ class QualityConfig:
         help="global: shards hold a seeded permutation of the split's records (--seed)")
 
     def __post_init__(self):
-        require(self.dedup in ("off", "exact", "near"),
-                f"--dedup must be off, exact or near, got {self.dedup!r}")
+        check_choices(self)
         require(0.0 < self.near_dup_threshold <= 1.0,
                 f"--near_dup_threshold must be in (0, 1], got {self.near_dup_threshold}")
         perm = self.minhash_perm
@@ -159,14 +158,10 @@ class QualityConfig:
                 f"got {self.minhash_bands}")
         require(1 <= self.shingle_words <= 64,
                 f"--shingle_words must be in [1, 64], got {self.shingle_words}")
-        require(self.decontaminate_mode in ("drop", "redact"),
-                f"--decontaminate_mode must be drop or redact, got {self.decontaminate_mode!r}")
         require(1 <= self.decontaminate_ngram <= 64,
                 f"--decontaminate_ngram must be in [1, 64], got {self.decontaminate_ngram}")
         require(bool(self.decontaminate_field),
                 "--decontaminate_field must name a JSON field, got ''")
-        require(self.shuffle in ("off", "global"),
-                f"--shuffle must be off or global, got {self.shuffle!r}")
         require(not (self.subset_weights and self.subset_tokens),
                 "give --subset_weights or --subset_tokens, not both")
         parse_weights(self.subset_weights)  # ConfigError naming the flag
@@ -262,6 +257,7 @@ class PipelineConfig:
     quality: QualityConfig = dataclasses.field(default_factory=QualityConfig)
 
     def __post_init__(self):
+        check_choices(self)
         derived = ""
         if not self.split and self.output:
             # Frozen: the derived default is set once, here, so every reader sees the same name.
@@ -272,8 +268,6 @@ class PipelineConfig:
         object.__setattr__(self, "formats", tuple(self.formats))  # a manifest's JSON list too
         problem = formats_problem(self.formats)
         require(problem is None, problem or "")
-        require(self.last_record in ("pad", "drop"),
-                f"--last_record must be pad or drop, got {self.last_record!r}")
         require(self.shard_bytes >= 64 * 1024,
                 f"--shard_bytes must be at least 65536, got {self.shard_bytes}")
         require(self.dry_run_cores_per_worker >= 0,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from common.flags import flag_names
+
 DIRECT_RUNNERS = ("DirectRunner", "direct", "BundleBasedDirectRunner", "SwitchingDirectRunner")
 
 
@@ -43,10 +45,6 @@ def beam_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def beam_flag_names() -> list[str]:
-    return [name for action in beam_parser()._actions for name in action.option_strings]
-
-
 def unknown_beam_args(beam_args: list[str]) -> list[str]:
     """The arguments of ``beam_args`` that no Beam options class knows.
 
@@ -64,8 +62,7 @@ def refuse_unknown_args(parser, beam_args: list[str]) -> None:
         _, unknown = beam.parse_known_args(beam_args)
     except argparse.ArgumentError as err:
         parser.error(f"Apache Beam flag {err}")
-    names = [name for action in beam._actions for name in action.option_strings]
-    parser.refuse_unknown(unknown, also_known=names)
+    parser.refuse_unknown(unknown, also_known=flag_names(beam))
 
 
 def runner_name(beam_args: list[str]) -> str:

@@ -10,6 +10,7 @@ from common.errors import ConfigError
 from common.flags import (
     ArgumentParser,
     add_flags,
+    check_choices,
     csv,
     flag,
     from_args,
@@ -34,6 +35,16 @@ class Options:
     model: str | None = flag(None, help="a model file; default: train one")
     mode: str = flag("pad", choices=("pad", "drop"), help="what to do with the rest")
     inner: Inner = dataclasses.field(default_factory=Inner)
+
+    def __post_init__(self):
+        check_choices(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    paths: tuple[str, ...] = flag(help="files", positional=True)
+    scale: tuple[float, ...] | None = flag(None, nargs="+", help="one factor per file")
+    sizes: tuple[int, ...] = flag((), nargs="+", help="sizes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +96,52 @@ def test_required_field_is_a_required_flag(capsys):
 ])
 def test_bad_values_are_refused(capsys, argv, fragment):
     assert fragment in _refused(capsys, "--input=x", *argv)
+
+
+def test_choices_are_checked_when_the_dataclass_is_built_directly():
+    assert Options(input="x", mode="drop").mode == "drop"
+    with pytest.raises(ConfigError, match=r"^--mode must be pad or drop, got 'trim'$"):
+        Options(input="x", mode="trim")
+
+
+@dataclasses.dataclass(frozen=True)
+class ThreeChoices:
+    how: str = flag("a", choices=("a", "b", "c"), help="how")
+    one: str = flag("x", choices=("x",), help="the only way")
+
+    def __post_init__(self):
+        check_choices(self)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"how": "d"}, "--how must be a, b or c, got 'd'"),
+    ({"one": "y"}, "--one must be x, got 'y'"),
+])
+def test_choices_message_names_flag_value_and_choices(kwargs, message):
+    with pytest.raises(ConfigError) as raised:
+        ThreeChoices(**kwargs)
+    assert str(raised.value) == message
+
+
+def test_positional_and_separate_values():
+    parser = ArgumentParser(prog="tool")
+    add_flags(parser, Listed)
+    assert from_args(Listed, parser.parse_args(["a", "b", "--scale", "1", "0.5"])) == Listed(
+        paths=("a", "b"), scale=(1.0, 0.5))
+    assert from_args(Listed, parser.parse_args(["a", "--sizes", "3", "4"])) == Listed(
+        paths=("a",), sizes=(3, 4))
+    text = parser.format_help()
+    assert "positional arguments:\n  paths" in text and "--scale SCALE [SCALE ...]" in text
+
+
+def test_a_positional_is_required(capsys):
+    parser = ArgumentParser(prog="tool")
+    add_flags(parser, Listed)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--scale", "1"])
+    assert "the following arguments are required: paths" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="positional"):
+        flag((), help="files", positional=True)
 
 
 def test_typo_is_refused_naming_the_closest_flag(capsys):

@@ -18,9 +18,7 @@ import tarfile
 
 import pytest
 
-from common.flags import from_args
 from pipeline import run
-from pipeline.config import PipelineConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 IMAGE = "us-central1-docker.pkg.dev/project/repo/pilepack-beam:2.77.0"
@@ -69,10 +67,9 @@ def dataflow_job(tmp_path, tiny_input, tiny_model, *flags: str):
     from pipeline.read.inputs import expand_inputs
     from pipeline.tokenize.prepare import prepare_tokenizer
 
-    args, beam_args = run.parse([
+    config, beam_args = run.parse([
         "--input", str(tiny_input["dir"]), "--output", str(tmp_path / "train"),
         "--tokenizer_model", str(tiny_model), "--seq_len=2048", *DATAFLOW_FLAGS, *flags])
-    config = from_args(PipelineConfig, args)
     inputs = expand_inputs(config.input)
     tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args)
     # pipeline.run's own --dry_run (the cost estimate) hides Beam's: set it here.

@@ -335,10 +335,8 @@ def dry_run(config: PipelineConfig, beam_args: list[str], *,
     """``--dry_run``: estimate the split of ``--input``, or both splits of the built-in sample."""
     if config.input:
         return [dry_run_split(config, beam_args, rates_path=rates_path)]
-    from pipeline.launch.builtin_sample import ensure_builtin_sample
+    from pipeline.launch.builtin_sample import builtin_splits
 
-    sample = ensure_builtin_sample()
-    return [dry_run_split(dataclasses.replace(config, input=paths, split=split), beam_args,
-                          rates_path=rates_path)
-            for paths, split in ((",".join(sample.train_paths), "train"),
-                                 (sample.val_path, "val"))]
+    return [dry_run_split(dataclasses.replace(config, input=split.input, split=split.name),
+                          beam_args, rates_path=rates_path)
+            for split in builtin_splits()]

@@ -41,6 +41,17 @@ def test_each_bad_value_is_refused_naming_its_flag(cls, kwargs, message):
     assert message in str(raised.value)
 
 
+CHOICES = [(cls, field.name) for cls in (ReadConfig, QualityConfig, PipelineConfig)
+           for field in dataclasses.fields(cls) if field.metadata.get("choices")]
+
+
+@pytest.mark.parametrize("cls, name", CHOICES, ids=[name for _, name in CHOICES])
+def test_every_choice_is_checked_when_a_config_is_built_directly(cls, name):
+    # The flag's choices, declared once, refuse a value given in code too.
+    with pytest.raises(ConfigError, match=rf"^--{name} must be .+, got 'bogus'$"):
+        cls(**{name: "bogus"})
+
+
 def test_limits_themselves_are_accepted():
     ReadConfig(max_bad_fraction=0.0, max_line_bytes=1024, chunk_bytes=1024)
     ReadConfig(max_bad_fraction=1.0, max_window_bytes=2 * GIB)

@@ -1,6 +1,7 @@
 """--formats=tfrecord,megatron end to end: the manifest's pairs, verify's checks of them
 (damage found), roundtrip's comparison with the records, the same bytes with 1 or 2 worker
-processes and with --shuffle=global (Megatron files keep the input's order)."""
+processes and with --shuffle=global (Megatron files keep the input's order); the blend
+``pipeline.megatron_paths`` prints."""
 
 import hashlib
 import pathlib
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from datagen.pile_files import pile_doc, write_jsonl_zst
-from pipeline import run
+from pipeline import megatron_paths, run
 from pipeline.dataset import megatron_files, roundtrip
 from pipeline.dataset.reader import iter_documents
 from pipeline.dataset.verify import verify
@@ -84,6 +85,17 @@ def test_verify_and_roundtrip_pass_and_find_damage(megatron_dataset, tmp_path):
     (copy / last).write_bytes((copy / last).read_bytes()[:-2])  # a truncated copy
     [mismatch] = roundtrip.check(str(copy)).mismatches
     assert mismatch.startswith(f"megatron: {last}: ends inside its document "), mismatch
+
+
+def test_megatron_paths_prints_each_pair_weighted_by_its_tokens(megatron_dataset, capsys):
+    pairs = manifest.load(str(megatron_dataset)).doc["megatron"]["files"]
+    assert megatron_paths.main([str(megatron_dataset)]) == 0
+    words = capsys.readouterr().out.split()
+    assert words[0] == "--data-path" and words[1::2] == [str(p["tokens"]) for p in pairs]
+    assert megatron_paths.main([str(megatron_dataset), "--scale", "0.5"]) == 0
+    assert capsys.readouterr().out.split()[1::2] == [f"{p['tokens'] * 0.5:g}" for p in pairs]
+    assert megatron_paths.main([str(megatron_dataset)] * 2 + ["--scale", "2"]) == 2
+    assert capsys.readouterr().err == "error: --scale needs one factor per manifest (2), got 1\n"
 
 
 @pytest.mark.slow

@@ -3,10 +3,12 @@
 
 import pytest
 
+from common.flags import flag_names
 from pipeline import run
 from pipeline.launch.beam_options import (
-    beam_flag_names,
+    beam_parser,
     is_direct_runner,
+    refuse_unknown_args,
     runner_name,
     unknown_beam_args,
 )
@@ -43,9 +45,17 @@ def test_typos_are_returned(args, unknown):
 
 
 def test_beam_flag_names():
-    names = beam_flag_names()
+    names = flag_names(beam_parser())  # what refuse_unknown_args suggests from
     assert {"--runner", "--direct_num_workers", "--temp_location", "--setup_file"} <= set(names)
     assert "--seq_len" not in names  # pilepack's own flags are not Beam's
+
+
+def test_a_typo_of_a_beam_flag_is_named_with_the_beam_flag(capsys):
+    refuse_unknown_args(run.build_parser(), ["--runner=DirectRunner", "--direct_num_workers=2"])
+    with pytest.raises(SystemExit) as exit_info:
+        refuse_unknown_args(run.build_parser(), ["--runner=DirectRunner", "--temp_locaton=/t"])
+    assert exit_info.value.code == 2
+    assert "--temp_locaton (did you mean --temp_location?)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, name, direct", [
