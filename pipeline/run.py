@@ -29,9 +29,10 @@ log = logging.getLogger("pilepack")
 def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
                    whole_machine: bool = False,
                    run_id: str, quality=None) -> None:
-    """Read -> [FanOut] -> Parse -> Tokenize -> Pack -> WriteParts -> WriteShards, dead letters,
-    document hashes, and last the manifest from everyone's statistics. ``quality``: the
-    data-quality options' ``pipeline.quality.prepare.QualityRun`` (None: none given)."""
+    """Read -> [FanOut] -> Parse -> Tokenize -> Pack -> WriteParts -> WriteShards, the other
+    ``--formats`` (``pipeline.write.formats.registry``), dead letters, document hashes, and last
+    the manifest from everyone's statistics. ``quality``: the data-quality options'
+    ``pipeline.quality.prepare.QualityRun`` (None: none given)."""
     import apache_beam as beam
 
     from pipeline.dataset.manifest import CommitManifest
@@ -39,16 +40,19 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     from pipeline.read.stage import ReadDocuments
     from pipeline.tokenize.stage import Tokenize
     from pipeline.write.dead_letters import WriteDeadLetters
+    from pipeline.write.formats.base import DOCUMENTS, RECORDS, WriteContext
+    from pipeline.write.formats.registry import extra_formats
     from pipeline.write.pack import Pack
     from pipeline.write.parts import WriteParts
     from pipeline.write.shards import WriteShards
     from schemas.dataset_spec import DatasetSpec
-    from schemas.formats import ARRAYRECORD, MEGATRON
-    from schemas.megatron_index import document_dtype
 
     spec = DatasetSpec(seq_len=config.seq_len, vocab_size=tokenizer.vocab_size,
                        with_segments=config.segment_ids, last_record=config.last_record)
-    megatron_dtype = document_dtype(spec.vocab_size) if MEGATRON in config.formats else None
+    formats = extra_formats(config.formats, WriteContext(
+        directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
+        record=spec.record, vocab_size=spec.vocab_size))
+    from_documents = tuple(fmt for fmt in formats if fmt.built_from == DOCUMENTS)
     files = p | "ListInputs" >> beam.Create(inputs)
     read = files | "Read" >> ReadDocuments(
         config=config.read, paths=tuple(f.path for f in inputs), fanout=fanout,
@@ -63,36 +67,25 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     parts = (
         tokenized.chunks
         | "Pack" >> Pack(spec=spec.record, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
-                         last_record=config.last_record, document_dtype=megatron_dtype)
+                         last_record=config.last_record, formats=from_documents)
         | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
-                                     pad_id=tokenizer.pad_id)
+                                     pad_id=tokenizer.pad_id, formats=from_documents)
     )
     shards = parts.parts | "WriteShards" >> WriteShards(
         directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
         spec=spec.record,
         shuffle_seed=config.training.seed if config.quality.shuffle == "global" else None,
-        arrayrecord=ARRAYRECORD in config.formats)
+        formats=tuple(fmt for fmt in formats if fmt.built_from == RECORDS))
     dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
     (
         (shards, parts.chunk_stats, read["read_stats"], dead, tokenized.encoder_stats, hashes,
-         *_megatron_pairs(parts, config=config, dtype=megatron_dtype))
+         *(fmt.assemble(parts[fmt.name]) for fmt in from_documents))
         | "AllStatistics" >> beam.Flatten()
         | "Manifest" >> CommitManifest(config=config, spec=spec, run_id=run_id,
                                        tokenizer=tokenizer.manifest_entry(), inputs=inputs,
                                        quality=quality)
     )
-
-
-def _megatron_pairs(parts, *, config: PipelineConfig, dtype: str | None) -> tuple:
-    """With --formats=...,megatron (``dtype`` given): the pairs from the document parts."""
-    if dtype is None:
-        return ()
-    from pipeline.write.megatron import WriteMegatron
-
-    return (parts.document_parts | "WriteMegatron" >> WriteMegatron(
-        directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
-        dtype=dtype),)
 
 
 def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:

@@ -19,7 +19,7 @@ from collections.abc import Collection
 
 from common import storage
 from common.errors import ConfigError
-from schemas import formats
+from pipeline.write.formats.arrayrecord import ArrayRecordFormat
 from schemas import manifest as manifest_lib
 from schemas.records import iter_tfrecord_frames
 
@@ -29,7 +29,7 @@ _BLOCK = 1 << 20
 
 def listed_files(doc: dict) -> list[dict]:
     """The manifest's ArrayRecord file entries (none without the format)."""
-    return (doc.get(formats.ARRAYRECORD) or {}).get("files", [])
+    return ArrayRecordFormat.listed_entries(doc)
 
 
 def check_files(dataset: manifest_lib.Dataset, *, bad_shards: Collection[str] = ()

@@ -1,31 +1,35 @@
-"""The manifest's sections of the formats beyond TFRecord (``--formats``, docs/formats.md)."""
+"""The manifest's sections of the formats beyond TFRecord (``--formats``, docs/formats.md), each
+from its row of ``pipeline.write.formats.registry``: its files listed, and checked against the
+documents the part files hold."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from schemas.formats import MEGATRON
-from schemas.megatron_index import document_dtype
-
-
-def megatron_section(pairs: Sequence, *, formats: Sequence[str], vocab_size: int) -> dict:
-    """``{"megatron": ...}`` with ``--formats=...,megatron`` (its pairs, ``PairInfo``, in
-    order), else nothing."""
-    if MEGATRON not in formats:
-        return {}
-    pairs = sorted(pairs, key=lambda p: p.prefix)
-    return {"megatron": {"dtype": document_dtype(vocab_size), "eod": "eos",
-                         "documents": sum(p.documents for p in pairs),
-                         "tokens": sum(p.tokens for p in pairs),
-                         "files": [p.to_json() for p in pairs]}}
+from pipeline.write.formats.registry import extra_classes
 
 
-def pairs_problem(pairs: Sequence, *, copies: int, formats: Sequence[str]) -> str | None:
-    """What is wrong when ``--formats=...,megatron`` asked for pairs and they do not hold every
-    document copy the part files hold (each exactly once: none lost, none reported twice, and
-    pairs whenever documents were written); None otherwise."""
-    paired = sum(pair.documents for pair in pairs)
-    if MEGATRON not in formats or paired == copies:
-        return None
-    return (f"the part files hold {copies:,} documents, but the {len(pairs)} Megatron pairs "
-            f"reported {paired:,}: a pair was lost or reported twice")
+def format_sections(files: Mapping[str, list], *, formats: Sequence[str], shards: list,
+                    vocab_size: int) -> dict:
+    """Each asked-for format's section (``OutputFormat.manifest_section``); ``files``: format
+    name -> its ``FormatFile``s, as reported; ``shards``: the ``ShardInfo``s, sorted.
+
+    Raises:
+      DataError: a format's files do not match the shards they mirror (a file lost).
+    """
+    sections = {}
+    for cls in extra_classes(formats):
+        sections.update(cls.manifest_section(files.get(cls.name, []), shards=shards,
+                                             vocab_size=vocab_size))
+    return sections
+
+
+def files_problem(files: Mapping[str, list], *, copies: int,
+                  formats: Sequence[str]) -> str | None:
+    """What is wrong when an asked-for format's files do not hold the ``copies`` of documents
+    the part files hold (``OutputFormat.accounting_problem``); None otherwise."""
+    for cls in extra_classes(formats):
+        problem = cls.accounting_problem(files.get(cls.name, []), copies=copies)
+        if problem:
+            return problem
+    return None

@@ -20,7 +20,7 @@ import apache_beam as beam
 from common import storage
 from common.errors import DataError, PilepackError
 from pipeline.config import PipelineConfig
-from pipeline.dataset.format_sections import megatron_section, pairs_problem
+from pipeline.dataset.format_sections import files_problem, format_sections
 from pipeline.dataset.quality_sections import quality_sections
 from pipeline.dataset.software import software_versions
 from pipeline.quality.decision_files import QUALITY_DIR
@@ -29,9 +29,8 @@ from pipeline.quality.mixture import BeforeMixture
 from pipeline.read.stage import ReadStats
 from pipeline.tokenize import histogram
 from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
-from pipeline.write.arrayrecord import ArrayRecordFile, manifest_section
 from pipeline.write.dead_letters import DeadLetterFile
-from pipeline.write.megatron import PairInfo
+from pipeline.write.formats.base import FormatFile
 from pipeline.write.pack import PackStats
 from pipeline.write.parts import PartDocuments
 from pipeline.write.shard_plan import PARTS_DIR
@@ -83,8 +82,8 @@ class Summary:
     doc_hashes: list = dataclasses.field(default_factory=list)  # DocHashFile
     before: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)  # pre-mixture
     parts: dict[int, FileParts] = dataclasses.field(default_factory=dict)  # by file index
-    megatron: list = dataclasses.field(default_factory=list)  # PairInfo
-    arrayrecord: list = dataclasses.field(default_factory=list)  # ArrayRecordFile
+    # The other formats' files: format name -> its FormatFiles (pipeline.write.formats)
+    format_files: dict[str, list] = dataclasses.field(default_factory=dict)
 
     def add(self, item) -> None:
         if isinstance(item, EncodeStats):
@@ -97,10 +96,8 @@ class Summary:
             self._add_files([item])
         elif isinstance(item, DocHashFile):
             self.doc_hashes.append(item)
-        elif isinstance(item, PairInfo):
-            self.megatron.append(item)
-        elif isinstance(item, ArrayRecordFile):
-            self.arrayrecord.append(item)
+        elif isinstance(item, FormatFile):
+            self.format_files.setdefault(item.format, []).append(item)
         elif isinstance(item, BeforeMixture):
             merge_into(self.before, item.subsets)
         elif isinstance(item, PartDocuments):
@@ -122,8 +119,8 @@ class Summary:
         self.doc_hashes += other.doc_hashes
         merge_into(self.before, other.before)
         self._add_parts(other.parts)
-        self.megatron += other.megatron
-        self.arrayrecord += other.arrayrecord
+        for name, files in other.format_files.items():
+            self.format_files.setdefault(name, []).extend(files)
 
     def _add_files(self, items) -> None:
         # A file's ReadStats come in parts (its lines from Read, each chunk's from Parse).
@@ -259,8 +256,8 @@ def check_documents_accounted(summary: Summary, *, inputs: list,
             f"the part files hold {parted:,} records, but the {len(summary.shards)} shards "
             f"reported {sharded:,}: a shard was lost or reported twice between its plan and the "
             f"manifest, {rerun}")
-    problem = pairs_problem(summary.megatron, copies=sum(p.copies for p in summary.parts.values()),
-                            formats=formats)
+    problem = files_problem(summary.format_files, formats=formats,
+                            copies=sum(p.copies for p in summary.parts.values()))
     if problem:
         raise DocumentsUnaccounted(f"{problem}, {rerun}")
 
@@ -330,8 +327,8 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         **quality_sections(quality, files=summary.files, before=summary.before,
                            after=summary.subsets, hash_files=summary.doc_hashes),
         "formats": list(config.formats),
-        **megatron_section(summary.megatron, formats=config.formats, vocab_size=spec.vocab_size),
-        **manifest_section(summary.arrayrecord, shards=shards, formats=config.formats),
+        **format_sections(summary.format_files, formats=config.formats, shards=shards,
+                          vocab_size=spec.vocab_size),
         "config": config.to_json(),
         "software": software_versions(),
     }

@@ -19,6 +19,7 @@ import numpy as np
 
 from common import storage
 from common.errors import DataError
+from pipeline.write.formats.megatron import MegatronFormat
 from schemas import manifest as manifest_lib
 from schemas.megatron_index import index_problem, parse_index
 
@@ -97,8 +98,7 @@ def pair_problems(dataset: manifest_lib.Dataset) -> list[str]:
 
 
 def listed_paths(doc: dict) -> set[str]:
-    return {entry["path"] for pair in doc.get("megatron", {}).get("files", [])
-            for entry in (pair["bin"], pair["idx"])}
+    return {entry["path"] for entry in MegatronFormat.listed_entries(doc)}
 
 
 def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:

@@ -6,11 +6,12 @@ A directory with ``manifest.json`` holds a complete dataset: replacing it needs
 a complete one), then the files it lists. Otherwise files are removed only where pilepack's run
 record says so: ``.pilepack-run.json``, written here before a run writes anything and removed by
 ``finish`` once its manifest is committed, holds the ``splits`` written here (their
-``SPLIT-NNNNN-of-NNNNN.tfrecord`` and ``.array_record``, ``megatron/SPLIT-NNNNN-of-NNNNN.bin``
-and ``.idx``, ``dead_letters/SPLIT-NNNNN.jsonl``, ``doc_hashes/X.bin``), the ``files`` a
-replaced manifest listed, and the ``foreign`` files, named like a split's but
+``SPLIT-NNNNN-of-NNNNN.tfrecord`` and each other format's files, as its row of
+``pipeline.write.formats.registry`` names them, ``dead_letters/SPLIT-NNNNN.jsonl``,
+``doc_hashes/X.bin``), the ``files`` a replaced manifest listed, and the ``foreign`` files, named like a split's but
 there before pilepack first wrote that split, which are never removed. ``.parts/``,
-``.quality/`` and ``.inprogress-`` files are pilepack's alone and always removed. Anything else
+``.quality/`` and ``.inprogress-`` files (also in a format's folder) are pilepack's alone and
+always removed. Anything else
 (a user's ``data-00000-of-00010.tfrecord``, an input corpus, notes) is never touched.
 """
 
@@ -25,11 +26,10 @@ from common.errors import ConfigError
 from pipeline.quality.decision_files import QUALITY_DIR
 from pipeline.quality.split_doc_hashes import DIRECTORY as DOC_HASHES_DIR
 from pipeline.write.dead_letters import DIRECTORY as DEAD_LETTERS_DIR
-from pipeline.write.megatron_plan import MEGATRON_DIR
+from pipeline.write.formats.base import entries
+from pipeline.write.formats.registry import FORMATS
 from pipeline.write.shard_plan import PARTS_DIR
-from schemas import arrayrecord
 from schemas.manifest import MANIFEST_NAME
-from schemas.megatron_index import BIN_SUFFIX, IDX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +37,11 @@ RUN_RECORD = ".pilepack-run.json"  # {"run_id", "splits", "files", "foreign"}
 
 # Pilepack's alone, removed whatever the record says: its scratch directories and temporary
 # files (paths relative to --output).
+_FOLDERS = "|".join([DEAD_LETTERS_DIR, DOC_HASHES_DIR,
+                     *(cls.folder for cls in FORMATS.values() if cls.folder)])
 _SCRATCH = re.compile(
     rf"^(?:{re.escape(PARTS_DIR)}/[^/]+|{re.escape(QUALITY_DIR)}/[^/]+"
-    rf"|(?:(?:{DEAD_LETTERS_DIR}|{DOC_HASHES_DIR}|{MEGATRON_DIR})/)?"
+    rf"|(?:(?:{_FOLDERS})/)?"
     rf"{re.escape(storage.TMP_MARKER)}[^/]*)$")
 
 
@@ -49,11 +51,9 @@ def names_pattern(splits) -> re.Pattern:
         return re.compile(r"(?!)")  # matches nothing
     recorded = "|".join(re.escape(split) for split in sorted(splits))
     numbered = rf"(?:{recorded})-\d{{5}}-of-\d{{5}}"
-    pair = "|".join(re.escape(suffix) for suffix in (BIN_SUFFIX, IDX_SUFFIX))
+    formats = "|".join(cls.file_pattern(numbered) for cls in FORMATS.values())
     return re.compile(
-        rf"^(?:{numbered}\.tfrecord"  # write.shard_plan.shard_name
-        rf"|{numbered}{re.escape(arrayrecord.SUFFIX)}"  # schemas.arrayrecord.file_name
-        rf"|{MEGATRON_DIR}/{numbered}(?:{pair})"  # write.megatron_plan.pair_prefix
+        rf"^(?:{formats}"  # every format's files, by its row of the table
         rf"|{DEAD_LETTERS_DIR}/(?:{recorded})-\d{{5}}\.jsonl"  # write.dead_letters
         rf"|{DOC_HASHES_DIR}/[0-9a-f]\.bin)$")  # quality.split_doc_hashes
 
@@ -118,16 +118,10 @@ def _strings(value) -> list[str]:
 
 
 def _listed(manifest: dict) -> set[str]:
-    """The files a (replaced) manifest lists: its shards, dead letters, document hashes,
-    ArrayRecord files and Megatron pairs."""
-    pairs = _entries((manifest.get("megatron") or {}).get("files"))
-    entries = [*_entries(manifest.get("shards")), *_entries(manifest.get("dead_letters")),
-               *_entries((manifest.get("doc_hashes") or {}).get("files")),
-               *_entries((manifest.get("arrayrecord") or {}).get("files")),
-               *_entries([pair.get(key) for pair in pairs for key in ("bin", "idx")])]
-    return {e["path"] for e in entries if isinstance(e.get("path"), str)
+    """The files a (replaced) manifest lists: every format's (its shards and the others'),
+    dead letters and document hashes."""
+    listed = [*entries(manifest.get("dead_letters")),
+              *entries((manifest.get("doc_hashes") or {}).get("files")),
+              *(entry for cls in FORMATS.values() for entry in cls.listed_entries(manifest))]
+    return {e["path"] for e in listed if isinstance(e.get("path"), str)
             and "/.." not in "/" + e["path"] and not e["path"].startswith("/")}
-
-
-def _entries(value) -> list[dict]:
-    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []

@@ -62,8 +62,8 @@ def build_stream(documents: Sequence[np.ndarray], *, eos_id: int, dtype) -> np.n
 
 def document_stream(documents: Sequence[np.ndarray], *, eos_id: int, dtype
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The documents as document formats hold them (``pipeline.write.megatron``): each followed
-    by EOS, ``d1 EOS d2 EOS ... dn EOS`` (the packed stream less its leading EOS), and their
+    """The documents as a document format may hold them (``pipeline.write.formats``): each
+    followed by EOS, ``d1 EOS d2 EOS ... dn EOS`` (the packed stream less its leading EOS), and their
     lengths, EOS included (int32)."""
     tokens = build_stream(documents, eos_id=eos_id, dtype=dtype)[1:]
     lengths = np.fromiter((len(doc) + 1 for doc in documents), dtype=np.int32,
@@ -165,24 +165,23 @@ class PackedChunk:
     input_offset: int = 0  # see pipeline.read.stage.Chunk
     input_start: int = 0  # see pipeline.read.stage.Chunk
     documents: int = 0  # documents packed into these records (the manifest checks the sum)
-    # With a document format (--formats=...,megatron): pack.document_stream's two arrays.
-    document_tokens: np.ndarray | None = None
-    document_lengths: np.ndarray | None = None
+    # Format name -> what that format keeps of the documents (its ``chunk_data``: numpy arrays),
+    # for each format built from documents (pipeline.write.formats.base).
+    format_data: dict = dataclasses.field(default_factory=dict)
 
     def approx_bytes(self) -> int:
-        extra = (self.document_tokens, self.document_lengths)
         return (sum(array.nbytes for array in self.features.values())
-                + sum(array.nbytes for array in extra if array is not None))
+                + sum(array.nbytes for data in self.format_data.values() for array in data))
 
 
 class _PackFn(beam.DoFn):
     def __init__(self, *, spec: RecordSpec, eos_id: int, pad_id: int, last_record: str,
-                 document_dtype: str | None = None):
+                 formats: Sequence = ()):
         self._spec = spec
         self._eos_id = eos_id
         self._pad_id = pad_id
         self._last_record = last_record
-        self._document_dtype = document_dtype
+        self._formats = tuple(formats)
 
     def process(self, chunk):
         per_document = beam.metrics.Metrics.distribution("pack", "tokens_per_document")
@@ -204,27 +203,25 @@ class _PackFn(beam.DoFn):
                     records, eos_id=self._eos_id, pad_id=self._pad_id,
                     index_dtype=np.dtype(self._spec.index_dtype),
                 )
-            tokens = lengths = None
-            if self._document_dtype is not None:
-                tokens, lengths = document_stream(documents, eos_id=self._eos_id,
-                                                  dtype=np.dtype(self._document_dtype))
+            format_data = {fmt.name: fmt.chunk_data(documents, eos_id=self._eos_id)
+                           for fmt in self._formats}
             yield PackedChunk(chunk.file_index, chunk.chunk_index, features, stats,
                               chunk.subsets if epoch == 0 else {}, epoch=epoch,
                               before=chunk.before if epoch == 0 else None,
                               input_offset=chunk.input_offset, input_start=chunk.input_start,
-                              documents=len(documents), document_tokens=tokens,
-                              document_lengths=lengths)
+                              documents=len(documents), format_data=format_data)
 
 
 class Pack(beam.PTransform):
-    """PCollection[TokenizedChunk] -> PCollection[PackedChunk]; with ``document_dtype``, each
-    chunk also carries its documents for the document formats."""
+    """PCollection[TokenizedChunk] -> PCollection[PackedChunk]. ``formats``: the formats built
+    from documents (``pipeline.write.formats.base.DOCUMENTS``); each chunk also carries what each
+    keeps of its documents, under its name."""
 
     def __init__(self, *, spec: RecordSpec, eos_id: int, pad_id: int, last_record: str,
-                 document_dtype: str | None = None):
+                 formats: Sequence = ()):
         super().__init__()
         self._fn = _PackFn(spec=spec, eos_id=eos_id, pad_id=pad_id, last_record=last_record,
-                           document_dtype=document_dtype)
+                           formats=formats)
 
     def expand(self, chunks):
         return chunks | "PackRecords" >> beam.ParDo(self._fn).with_output_types(PackedChunk)

@@ -3,12 +3,14 @@
 A part is named by its chunk's (epoch, input file, chunk) key (``shard_plan.part_path``), so
 a retried or duplicated bundle rewrites the same bytes under the same name, and any worker may
 write any chunk. The parts are cut into shards once all exist (``pipeline.write.shards``) and are
-deleted when the manifest is committed.
+deleted when the manifest is committed. Each format built from documents
+(``pipeline.write.formats.base``) writes its own part of the chunk beside it, under the same key.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import apache_beam as beam
 
@@ -16,13 +18,11 @@ from common import storage
 from pipeline.quality.mixture import BeforeMixture
 from pipeline.tokenize.subset_stats import summed
 from pipeline.write import progress
-from pipeline.write.megatron import write_document_part
 from pipeline.write.pack import PackedChunk
 from pipeline.write.shard_plan import PartInfo, part_path
 from schemas.records import TOKENS, RecordSpec, frame_examples
 
 CHUNK_STATS = "chunk_stats"
-DOCUMENT_PARTS = "document_parts"  # pipeline.write.megatron_plan.DocumentPartInfo
 SUBSET_METRICS = "pilepack.subsets"  # Beam counters "<pile_set_name>/<documents|bytes|tokens>"
 
 
@@ -58,10 +58,11 @@ def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: 
 
 
 class _WritePartFn(beam.DoFn):
-    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int):
+    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = ()):
         self._directory = directory
         self._spec = spec
         self._pad_id = pad_id
+        self._formats = {fmt.name: fmt for fmt in formats}
 
     def process(self, chunk: PackedChunk):
         info = write_part(chunk, directory=self._directory, spec=self._spec, pad_id=self._pad_id)
@@ -78,11 +79,10 @@ class _WritePartFn(beam.DoFn):
                     beam.metrics.Metrics.counter(SUBSET_METRICS, f"{name}/{field}").inc(
                         getattr(stats, field))
         yield info
-        if chunk.document_tokens is not None:  # --formats=...,megatron
-            yield beam.pvalue.TaggedOutput(DOCUMENT_PARTS, write_document_part(
-                file_index=chunk.file_index, chunk_index=chunk.chunk_index, epoch=chunk.epoch,
-                tokens=chunk.document_tokens, lengths=chunk.document_lengths,
-                directory=self._directory))
+        for name, data in chunk.format_data.items():  # each format's part, under its name
+            yield beam.pvalue.TaggedOutput(name, self._formats[name].write_part(
+                data, file_index=chunk.file_index, chunk_index=chunk.chunk_index,
+                epoch=chunk.epoch))
         # Per-chunk statistics travel on to the manifest.
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, (chunk.stats, chunk.subsets))
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, PartDocuments(
@@ -93,13 +93,14 @@ class _WritePartFn(beam.DoFn):
 
 class WriteParts(beam.PTransform):
     """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: (PackStats, subsets),
-    PartDocuments and BeforeMixture, document_parts: DocumentPartInfo (chunks carrying their
-    documents)}."""
+    PartDocuments and BeforeMixture, and for each of ``formats`` (those built from documents,
+    as given to Pack) under its name: its parts' infos}."""
 
-    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int):
+    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = ()):
         super().__init__()
-        self._fn = _WritePartFn(directory=directory, spec=spec, pad_id=pad_id)
+        self._fn = _WritePartFn(directory=directory, spec=spec, pad_id=pad_id, formats=formats)
+        self._tags = tuple(fmt.name for fmt in formats)
 
     def expand(self, chunks):
         return chunks | "WritePartFiles" >> beam.ParDo(self._fn).with_outputs(
-            CHUNK_STATS, DOCUMENT_PARTS, main="parts")
+            CHUNK_STATS, *self._tags, main="parts")

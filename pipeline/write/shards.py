@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 
 from common import storage
-from common.errors import ConfigError, DataError
+from common.errors import DataError
 from pipeline.write.order import InputOrder, Order, Range, plan_ordered_shards
 from pipeline.write.shard_plan import ShardPlan, records_per_shard
 from schemas.records import RecordSpec, frame_bytes
@@ -122,7 +122,8 @@ def assemble_shard(plan: ShardPlan, *, directory: str, frame_bytes: int,
 
     ``sinks``: context managers given each window's frames too (``write(frames)``), entered
     after the shard is opened and left before it is committed (another format's file of the
-    same records, e.g. ``pipeline.write.arrayrecord``): an error in one leaves neither.
+    same records: a format built from records, ``pipeline.write.formats.base``): an error in one
+    leaves neither.
     """
     window = max(1, window_bytes // frame_bytes)
     digest, size = hashlib.sha256(), 0
@@ -148,7 +149,7 @@ class _AssembleFn(beam.DoFn):
         self._formats = tuple(formats)
 
     def process(self, plan: ShardPlan, order: Order):
-        sinks = [make_sink(plan) for make_sink in self._formats]
+        sinks = [fmt.shard_sink(plan) for fmt in self._formats]
         yield assemble_shard(plan, directory=self._directory, frame_bytes=self._frame_bytes,
                              order=order, sinks=sinks)
         for sink in sinks:
@@ -158,19 +159,19 @@ class _AssembleFn(beam.DoFn):
 
 class WriteShards(beam.PTransform):
     """PCollection[PartInfo] -> PCollection[ShardInfo] (after every part is written); records
-    in the input's order, or globally shuffled by ``shuffle_seed``. ``arrayrecord``: each shard
-    also as an ArrayRecord file (``pipeline.write.arrayrecord``), its ``ArrayRecordFile`` in the
-    output too.
+    in the input's order, or globally shuffled by ``shuffle_seed``. ``formats``: the formats
+    built from records (``pipeline.write.formats.base.RECORDS``); each writes every shard's
+    records too (its ``shard_sink``), its files (``FormatFile``) in the output as well.
 
     The order reaches the assemblers as a side input: for a shuffle, one small object (a path
     and a number per part) instead of a copy in every shard's plan.
     """
 
     def __init__(self, *, directory: str, split: str, shard_bytes: int, spec: RecordSpec,
-                 shuffle_seed: int | None = None, arrayrecord: bool = False):
+                 shuffle_seed: int | None = None, formats: Sequence = ()):
         super().__init__()
         self._directory = directory
-        self._arrayrecord = arrayrecord
+        self._formats = tuple(formats)
         self._split = split
         self._spec = spec
         self._seed = shuffle_seed
@@ -195,21 +196,6 @@ class WriteShards(beam.PTransform):
             | "SpreadShards" >> beam.Reshuffle()
             | "AssembleShards" >> beam.ParDo(
                 _AssembleFn(directory=self._directory, frame_bytes=size,
-                            formats=self._formats()),
+                            formats=self._formats),
                 order=beam.pvalue.AsSingleton(order))
         )
-
-    def _formats(self) -> tuple:
-        """Makers of the sinks that write other formats from the shards' windows."""
-        formats = []
-        if self._arrayrecord:  # imported only when asked for: the C++ writer is an extra
-            from pipeline.write.arrayrecord import ArrayRecordFormat
-
-            try:
-                import array_record.python.array_record_module  # noqa: F401
-            except ImportError as err:
-                raise ConfigError(f"--formats=...,arrayrecord needs the array_record package "
-                                  f"({err}): pip install 'pilepack[arrayrecord]'") from err
-            formats.append(ArrayRecordFormat(directory=self._directory,
-                                             frame_bytes=self._frame_bytes))
-        return tuple(formats)

@@ -11,7 +11,7 @@ from common import storage
 from pipeline.launch.output_dir import RUN_RECORD, finish, names_pattern, prepare
 from pipeline.quality.split_doc_hashes import hash_file_path
 from pipeline.write.dead_letters import dead_letter_path
-from pipeline.write.megatron_plan import pair_prefix
+from pipeline.write.formats.megatron_plan import pair_prefix
 from pipeline.write.shard_plan import shard_name
 from schemas import arrayrecord
 from schemas.manifest import MANIFEST_NAME

@@ -1,8 +1,10 @@
-"""ArrayRecord files beside the TFRecord shards (``--formats=...,arrayrecord``), for Grain.
+"""The ``arrayrecord`` format (``--formats=...,arrayrecord``): ArrayRecord files beside the
+TFRecord shards, for Grain.
 
-Each file mirrors one shard (``schemas.arrayrecord``): the shard's assembler
-(``pipeline.write.shards``) hands every window of framed records it writes to an
-``ArrayRecordSink`` too, which writes each frame's payload as one record. No extra read of the
+A format built from records (``pipeline.write.formats.base``): each file mirrors one shard
+(``schemas.arrayrecord``): the shard's assembler (``pipeline.write.shards``) hands every window
+of framed records it writes to an ``ArrayRecordSink`` too (``ArrayRecordFormat.shard_sink``),
+which writes each frame's payload as one record. No extra read of the
 parts, and the file holds the shard's records in the shard's order on any runner.
 
 ArrayRecord's writer is C++ and writes a local path: the file is written to a temporary local
@@ -18,22 +20,27 @@ import dataclasses
 import hashlib
 import os
 import posixpath
+import re
 import tempfile
 import uuid
 
 from common import storage
-from common.errors import DataError
+from common.errors import ConfigError, DataError
+from pipeline.write.formats.base import RECORDS, FormatFile, OutputFormat, entries
 from pipeline.write.shard_plan import ShardPlan
 from schemas import arrayrecord
 from schemas.formats import ARRAYRECORD
 from schemas.record_frames import FOOTER_BYTES, HEADER_BYTES
+from schemas.records import frame_bytes
 
 _BLOCK = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
-class ArrayRecordFile:
+class ArrayRecordFile(FormatFile):
     """One committed ArrayRecord file, as the manifest lists it."""
+
+    format = ARRAYRECORD
 
     path: str  # relative to the dataset directory
     bytes: int
@@ -53,26 +60,6 @@ def payloads(frames, *, frame_bytes: int):
     view = memoryview(frames)
     for at in range(0, len(view), frame_bytes):
         yield bytes(view[at + HEADER_BYTES:at + frame_bytes - FOOTER_BYTES])
-
-
-def manifest_section(files, *, shards, formats: tuple[str, ...]) -> dict:
-    """The manifest's ``arrayrecord`` section (none without the format): the writer options
-    and every file, by path.
-
-    Raises:
-      DataError: a shard without its file (lost between its writer and the manifest).
-    """
-    if ARRAYRECORD not in formats:
-        return {}
-    unmatched = {s.path for s in shards} ^ {f.shard for f in files}
-    if unmatched or len(files) != len(shards):
-        raise DataError(f"{len(shards)} shards but {len(files)} ArrayRecord files reported "
-                        f"(unmatched: {', '.join(sorted(unmatched)) or 'none'}); a file was "
-                        "lost or reported twice before the manifest: rerun the same command")
-    return {ARRAYRECORD: {
-        "group_size": arrayrecord.GROUP_SIZE, "options": arrayrecord.WRITER_OPTIONS,
-        "record": "the shard's record at the same index: a serialized tf.train.Example",
-        "files": [f.to_json() for f in sorted(files, key=lambda f: f.path)]}}
 
 
 class ArrayRecordSink:
@@ -151,12 +138,45 @@ class ArrayRecordSink:
 
 
 @dataclasses.dataclass(frozen=True)
-class ArrayRecordFormat:
-    """A shard plan -> its ArrayRecord sink (what ``pipeline.write.shards`` calls per shard)."""
+class ArrayRecordFormat(OutputFormat):
+    """``arrayrecord``: each shard's records, as the shard is written, in one file beside it."""
 
-    directory: str
-    frame_bytes: int
+    name = ARRAYRECORD
+    built_from = RECORDS
 
-    def __call__(self, plan: ShardPlan) -> ArrayRecordSink:
-        return ArrayRecordSink(directory=self.directory, shard=plan.name, records=plan.records,
-                               frame_bytes=self.frame_bytes)
+    def __post_init__(self):
+        # Set up when the graph is built, before any work: the C++ writer is an extra.
+        try:
+            import array_record.python.array_record_module  # noqa: F401
+        except ImportError as err:
+            raise ConfigError(f"--formats=...,arrayrecord needs the array_record package "
+                              f"({err}): pip install 'pilepack[arrayrecord]'") from err
+
+    @classmethod
+    def file_pattern(cls, numbered: str) -> str:
+        return rf"{numbered}{re.escape(arrayrecord.SUFFIX)}"  # schemas.arrayrecord.file_name
+
+    @classmethod
+    def listed_entries(cls, doc: dict) -> list[dict]:
+        return entries((doc.get(ARRAYRECORD) or {}).get("files"))
+
+    @classmethod
+    def manifest_section(cls, files: list, *, shards: list, vocab_size: int) -> dict:
+        """The writer options and every file (``ArrayRecordFile``), by path.
+
+        Raises:
+          DataError: a shard without its file (lost between its writer and the manifest).
+        """
+        unmatched = {s.path for s in shards} ^ {f.shard for f in files}
+        if unmatched or len(files) != len(shards):
+            raise DataError(f"{len(shards)} shards but {len(files)} ArrayRecord files reported "
+                            f"(unmatched: {', '.join(sorted(unmatched)) or 'none'}); a file was "
+                            "lost or reported twice before the manifest: rerun the same command")
+        return {ARRAYRECORD: {
+            "group_size": arrayrecord.GROUP_SIZE, "options": arrayrecord.WRITER_OPTIONS,
+            "record": "the shard's record at the same index: a serialized tf.train.Example",
+            "files": [f.to_json() for f in sorted(files, key=lambda f: f.path)]}}
+
+    def shard_sink(self, plan: ShardPlan) -> ArrayRecordSink:
+        return ArrayRecordSink(directory=self.context.directory, shard=plan.name,
+                               records=plan.records, frame_bytes=frame_bytes(self.context.record))

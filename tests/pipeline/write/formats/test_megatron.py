@@ -1,4 +1,4 @@
-"""pipeline/write/megatron.py and megatron_plan.py: document parts, the pair plan's worked
+"""pipeline/write/formats/megatron.py and megatron_plan.py: document parts, the pair plan's worked
 example, and pairs assembled byte for byte as the format says."""
 
 import hashlib
@@ -9,8 +9,8 @@ import pytest
 
 from common.errors import ConfigError, DataError
 from pipeline.config import PipelineConfig
-from pipeline.write.megatron import assemble_pair, write_document_part
-from pipeline.write.megatron_plan import DocumentPartInfo, plan_pairs
+from pipeline.write.formats.megatron import assemble_pair, write_document_part
+from pipeline.write.formats.megatron_plan import DocumentPartInfo, plan_pairs
 from pipeline.write.pack import document_stream
 from schemas.megatron_index import encode_index
 

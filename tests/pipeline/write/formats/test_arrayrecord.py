@@ -1,9 +1,11 @@
-"""arrayrecord.py: each shard's ArrayRecord file holds the shard's records (the TFRecord
-payloads) in the shard's order, read back at random by Grain's ArrayRecordDataSource; the file
-is committed atomically (local and object store), and its bytes are the same on every run."""
+"""pipeline/write/formats/arrayrecord.py: each shard's ArrayRecord file holds the shard's
+records (the TFRecord payloads) in the shard's order, read back at random by Grain's
+ArrayRecordDataSource; the file is committed atomically (local and object store), and its bytes
+are the same on every run."""
 
 import hashlib
 import os
+import sys
 
 import apache_beam as beam
 import fsspec
@@ -11,7 +13,13 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that
 
-from pipeline.write.arrayrecord import ArrayRecordFile, ArrayRecordFormat, ArrayRecordSink, payloads
+from pipeline.write.formats.arrayrecord import (
+    ArrayRecordFile,
+    ArrayRecordFormat,
+    ArrayRecordSink,
+    payloads,
+)
+from pipeline.write.formats.base import WriteContext
 from pipeline.write.order import plan_ordered_shards
 from pipeline.write.pack import PackedChunk, PackStats
 from pipeline.write.parts import write_part
@@ -30,16 +38,21 @@ def _chunks():
             PackedChunk(1, 0, {"tokens": records[60:]}, PackStats(), {})]
 
 
+def _format(directory) -> ArrayRecordFormat:
+    return ArrayRecordFormat(WriteContext(directory=directory, split="train", shard_bytes=4096,
+                                          record=SPEC, vocab_size=300))
+
+
 def _assemble(directory, *, seed, window_bytes=1000):
     parts = [write_part(c, directory=directory, spec=SPEC, pad_id=0) for c in _chunks()]
     size = frame_bytes(SPEC)
     order, plans = plan_ordered_shards(
         parts, split="train", seq_len=SPEC.seq_len, frame_bytes=size, seed=seed,
         per_shard=records_per_shard(shard_bytes=4096, frame_bytes=size))
-    make = ArrayRecordFormat(directory=directory, frame_bytes=size)
+    arrayrecord = _format(directory)
     out = []
     for plan in plans:
-        sink = make(plan)
+        sink = arrayrecord.shard_sink(plan)
         shard = assemble_shard(plan, directory=directory, frame_bytes=size, order=order,
                                window_bytes=window_bytes, sinks=[sink])
         out.append((shard, sink.info))
@@ -131,7 +144,7 @@ def test_write_shards_outputs_the_files(tmp_path):
     with beam.Pipeline() as p:
         out = (p | beam.Create(parts)
                | WriteShards(directory=directory, split="train", shard_bytes=4096, spec=SPEC,
-                             arrayrecord=True))
+                             formats=(_format(directory),)))
 
         def check(items):
             files = sorted(i.path for i in items if isinstance(i, ArrayRecordFile))
@@ -140,3 +153,11 @@ def test_write_shards_outputs_the_files(tmp_path):
             assert len(files) == 5
 
         assert_that(out, check)
+
+
+def test_without_the_array_record_package_the_graph_is_refused(tmp_path, monkeypatch):
+    from common.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "array_record.python.array_record_module", None)
+    with pytest.raises(ConfigError, match=r"pip install 'pilepack\[arrayrecord\]'"):
+        _format(str(tmp_path))

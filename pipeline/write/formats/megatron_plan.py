@@ -1,8 +1,8 @@
 """Which documents go into which Megatron pair: a pure function of the document parts' sizes.
 
 With ``--formats=...,megatron`` every chunk also writes a *document part*
-(``pipeline.write.megatron``): its documents' token ids, each followed by EOS, concatenated in
-Megatron's dtype, then their lengths (int32). Once every part exists, the parts are ordered by
+(``pipeline.write.formats.megatron``): its documents' token ids, each followed by EOS,
+concatenated in Megatron's dtype, then their lengths (int32). Once every part exists, the parts are ordered by
 their (epoch, input file, chunk) key, as the TFRecord parts are (the input's order, epoch by
 epoch for a mixture; never ``--shuffle=global``'s: Megatron shuffles at training time), and
 cut into pairs of whole parts: a pair takes the next part while its ``.bin`` stays within

@@ -1,13 +1,14 @@
-"""Stage 4c, WriteMegatron (``--formats=...,megatron``): document parts -> Megatron pairs.
+"""The ``megatron`` format (``--formats=...,megatron``): document parts -> Megatron pairs.
 
 Megatron-Core's indexed dataset (``schemas.megatron_index``) holds documents, not packed
 records: each document is its token ids followed by EOS, as Megatron's ``preprocess_data.py
 --append-eod`` writes them. A chunk's documents, so written, are exactly its packed stream less
 its leading EOS (``pipeline.write.pack``): ``d1 EOS d2 EOS ... dn EOS``.
 
-WriteParts writes each chunk's documents as a *document part* (``write_document_part``) beside
-its TFRecord part; once all exist, one small step plans the pairs (``megatron_plan``: whole
-parts in the input's order, ~``--shard_bytes`` each), the plans are spread over the workers and
+A format built from documents (``pipeline.write.formats.base``): Pack keeps each chunk's
+documents (``MegatronFormat.chunk_data``), WriteParts writes them as a *document part*
+(``write_document_part``) beside its TFRecord part; once all exist, one small step plans the
+pairs (``megatron_plan``: whole parts in the input's order, ~``--shard_bytes`` each), the plans are spread over the workers and
 each pair is assembled on its own (``assemble_pair``): the parts' tokens copied into
 ``PREFIX.bin`` and their lengths into ``PREFIX.idx``, each committed atomically, hashed as
 written. Like the shards, the pairs' names and bytes follow from the input and the options
@@ -19,20 +20,25 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 
 import apache_beam as beam
 import numpy as np
 
 from common import storage
 from common.errors import DataError
-from pipeline.write.megatron_plan import (
+from pipeline.write.formats.base import DOCUMENTS, FormatFile, OutputFormat, entries
+from pipeline.write.formats.megatron_plan import (
+    MEGATRON_DIR,
     DocumentPartInfo,
     PairPlan,
     document_part_path,
     part_layout,
     plan_pairs,
 )
-from schemas.megatron_index import BIN_SUFFIX, IDX_SUFFIX, encode_index
+from pipeline.write.pack import document_stream
+from schemas.formats import MEGATRON
+from schemas.megatron_index import BIN_SUFFIX, IDX_SUFFIX, document_dtype, encode_index
 
 
 def write_document_part(*, file_index: int, chunk_index: int, epoch: int, tokens: np.ndarray,
@@ -50,8 +56,10 @@ def write_document_part(*, file_index: int, chunk_index: int, epoch: int, tokens
 
 
 @dataclasses.dataclass(frozen=True)
-class PairInfo:
+class PairInfo(FormatFile):
     """One written pair, as the manifest lists it."""
+
+    format = MEGATRON
 
     prefix: str  # relative to the dataset directory, without .bin/.idx
     documents: int
@@ -136,3 +144,62 @@ class WriteMegatron(beam.PTransform):
             | "AssemblePairs" >> beam.ParDo(_AssemblePairFn(directory=self._directory,
                                                             dtype=self._dtype))
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class MegatronFormat(OutputFormat):
+    """``megatron``: each chunk's documents -> document parts -> pairs of ~``shard_bytes``."""
+
+    name = MEGATRON
+    built_from = DOCUMENTS
+    folder = MEGATRON_DIR
+
+    @property
+    def dtype(self) -> str:
+        return document_dtype(self.context.vocab_size)
+
+    @classmethod
+    def file_pattern(cls, numbered: str) -> str:
+        pair = "|".join(re.escape(suffix) for suffix in (BIN_SUFFIX, IDX_SUFFIX))
+        return rf"{MEGATRON_DIR}/{numbered}(?:{pair})"  # megatron_plan.pair_prefix
+
+    @classmethod
+    def listed_entries(cls, doc: dict) -> list[dict]:
+        pairs = entries((doc.get(MEGATRON) or {}).get("files"))
+        return entries([pair.get(key) for pair in pairs for key in ("bin", "idx")])
+
+    @classmethod
+    def manifest_section(cls, files: list, *, shards: list, vocab_size: int) -> dict:
+        """Its pairs (``PairInfo``), in order, and their totals."""
+        pairs = sorted(files, key=lambda p: p.prefix)
+        return {MEGATRON: {"dtype": document_dtype(vocab_size), "eod": "eos",
+                           "documents": sum(p.documents for p in pairs),
+                           "tokens": sum(p.tokens for p in pairs),
+                           "files": [p.to_json() for p in pairs]}}
+
+    @classmethod
+    def accounting_problem(cls, files: list, *, copies: int) -> str | None:
+        """The pairs must hold every document copy the part files hold, each exactly once:
+        none lost, none reported twice, and pairs whenever documents were written."""
+        paired = sum(pair.documents for pair in files)
+        if paired == copies:
+            return None
+        return (f"the part files hold {copies:,} documents, but the {len(files)} Megatron pairs "
+                f"reported {paired:,}: a pair was lost or reported twice")
+
+    def chunk_data(self, documents, *, eos_id: int) -> tuple:
+        """(tokens, lengths): ``pipeline.write.pack.document_stream`` in Megatron's dtype."""
+        return document_stream(documents, eos_id=eos_id, dtype=np.dtype(self.dtype))
+
+    def write_part(self, data: tuple, *, file_index: int, chunk_index: int,
+                   epoch: int) -> DocumentPartInfo:
+        tokens, lengths = data
+        return write_document_part(file_index=file_index, chunk_index=chunk_index, epoch=epoch,
+                                   tokens=tokens, lengths=lengths,
+                                   directory=self.context.directory)
+
+    def assemble(self, parts):
+        context = self.context
+        return parts | "WriteMegatron" >> WriteMegatron(
+            directory=context.directory, split=context.split, shard_bytes=context.shard_bytes,
+            dtype=self.dtype)
