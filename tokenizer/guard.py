@@ -45,6 +45,14 @@ class EncodeStats:
     fallback_chunks: int = 0  # re-encoded with sentencepiece after a mismatch
     space_symbol_documents: int = 0  # held U+2581 (encoded as its byte pieces)
 
+    COUNTS = ("documents", "checked_documents", "mismatches", "fallback_chunks",
+              "space_symbol_documents")
+
+    def merge(self, other: EncodeStats) -> None:
+        """Add ``other``'s counts (another chunk's, same backend) to these."""
+        for field in self.COUNTS:
+            setattr(self, field, getattr(self, field) + getattr(other, field))
+
 
 def sampled(path: str, line: int, check_every: int) -> bool:
     """Whether the document at ``path`` line ``line`` is in the guard's 1-in-``check_every``

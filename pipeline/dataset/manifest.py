@@ -1,7 +1,8 @@
 """Stage 5, Manifest: merge every stage's statistics and commit ``manifest.json`` last.
 
 The manifest is built from the data itself (shard infos, per-chunk and per-file statistics
-that flow through the pipeline), not from runner metrics, so a retried bundle cannot count
+that flow through the pipeline, merged into a ``pipeline.dataset.statistics.Summary``), not
+from runner metrics, so a retried bundle cannot count
 twice. It is written by a single element after every shard has been committed, validated
 against ``schemas/manifest.schema.json``, atomically; not at all if the counts of one stage and
 the next disagree (a chunk lost or repeated on the way): ``check_lines_accounted`` (Read's lines
@@ -12,7 +13,6 @@ the parts' records against the shards').
 from __future__ import annotations
 
 import collections
-import dataclasses
 import datetime
 
 import apache_beam as beam
@@ -23,18 +23,11 @@ from pipeline.config import PipelineConfig
 from pipeline.dataset.format_sections import files_problem, format_sections
 from pipeline.dataset.quality_sections import quality_sections
 from pipeline.dataset.software import software_versions
+from pipeline.dataset.statistics import FileParts, Summary
 from pipeline.quality.decision_files import QUALITY_DIR
-from pipeline.quality.split_doc_hashes import DocHashFile
-from pipeline.quality.mixture import BeforeMixture
-from pipeline.read.stage import ReadStats
 from pipeline.tokenize import histogram
-from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
-from pipeline.write.dead_letters import DeadLetterFile
-from pipeline.write.formats.base import FormatFile
-from pipeline.write.pack import PackStats
-from pipeline.write.parts import PartDocuments
+from pipeline.tokenize.subset_stats import summed
 from pipeline.write.shard_plan import PARTS_DIR
-from pipeline.write.shards import ShardInfo
 from schemas import manifest as manifest_schema
 from schemas.claim import check_held
 from schemas.dataset_spec import DatasetSpec
@@ -53,105 +46,6 @@ class LinesUnaccounted(PilepackError):
 class DocumentsUnaccounted(PilepackError):
     """The documents (or records) that reached the part files (or shards) are not those passed
     on to them: a chunk was lost or written twice after Parse (in Tokenize, Pack, WriteParts)."""
-
-
-@dataclasses.dataclass
-class FileParts:
-    """One input file's documents as the writers of its parts counted them."""
-
-    documents: int = 0  # in epoch-0 parts: each document written once
-    copies: int = 0  # in all its parts: each copy under a mixture
-    expected_copies: int = 0  # the copies the epoch-0 parts' chunks announced
-
-    def add(self, other: "FileParts") -> None:
-        self.documents += other.documents
-        self.copies += other.copies
-        self.expected_copies += other.expected_copies
-
-
-@dataclasses.dataclass
-class Summary:
-    """The merged statistics of one run (the Combine accumulator)."""
-
-    shards: list = dataclasses.field(default_factory=list)
-    dead_letters: list = dataclasses.field(default_factory=list)
-    files: list = dataclasses.field(default_factory=list)
-    pack: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    subsets: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)
-    encoder: list = dataclasses.field(default_factory=list)  # EncodeStats, merged per backend
-    doc_hashes: list = dataclasses.field(default_factory=list)  # DocHashFile
-    before: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)  # pre-mixture
-    parts: dict[int, FileParts] = dataclasses.field(default_factory=dict)  # by file index
-    # The other formats' files: format name -> its FormatFiles (pipeline.write.formats)
-    format_files: dict[str, list] = dataclasses.field(default_factory=dict)
-
-    def add(self, item) -> None:
-        if isinstance(item, EncodeStats):
-            self._add_encoder([item])
-        elif isinstance(item, ShardInfo):
-            self.shards.append(item)
-        elif isinstance(item, DeadLetterFile):
-            self.dead_letters.append(item)
-        elif isinstance(item, ReadStats):
-            self._add_files([item])
-        elif isinstance(item, DocHashFile):
-            self.doc_hashes.append(item)
-        elif isinstance(item, FormatFile):
-            self.format_files.setdefault(item.format, []).append(item)
-        elif isinstance(item, BeforeMixture):
-            merge_into(self.before, item.subsets)
-        elif isinstance(item, PartDocuments):
-            self._add_parts({item.file_index: FileParts(
-                documents=item.documents if item.epoch == 0 else 0, copies=item.documents,
-                expected_copies=item.copies)})
-        else:
-            stats, subsets = item
-            self.pack.update(dataclasses.asdict(stats))
-            self._add_subsets(subsets)
-
-    def merge(self, other: "Summary") -> None:
-        self.shards += other.shards
-        self.dead_letters += other.dead_letters
-        self._add_files(other.files)
-        self.pack.update(other.pack)
-        self._add_subsets(other.subsets)
-        self._add_encoder(other.encoder)
-        self.doc_hashes += other.doc_hashes
-        merge_into(self.before, other.before)
-        self._add_parts(other.parts)
-        for name, files in other.format_files.items():
-            self.format_files.setdefault(name, []).extend(files)
-
-    def _add_files(self, items) -> None:
-        # A file's ReadStats come in parts (its lines from Read, each chunk's from Parse).
-        by_file = {stats.file_index: stats for stats in self.files}
-        for item in items:
-            if item.file_index in by_file:
-                by_file[item.file_index].merge(item)
-            else:
-                by_file[item.file_index] = dataclasses.replace(
-                    item, filtered=collections.Counter(item.filtered),
-                    rejected=collections.Counter(item.rejected),
-                    filtered_by_subset=collections.Counter(item.filtered_by_subset))
-                self.files.append(by_file[item.file_index])
-
-    def _add_encoder(self, items) -> None:
-        by_backend = {(e.backend, e.version, e.reason): e for e in self.encoder}
-        for item in items:
-            key = (item.backend, item.version, item.reason)
-            if key not in by_backend:
-                by_backend[key] = EncodeStats(*key)
-                self.encoder.append(by_backend[key])
-            total = by_backend[key]
-            for field in ENCODER_COUNTS:
-                setattr(total, field, getattr(total, field) + getattr(item, field))
-
-    def _add_subsets(self, subsets: dict[str, SubsetStats]) -> None:
-        merge_into(self.subsets, subsets)
-
-    def _add_parts(self, parts: dict[int, FileParts]) -> None:
-        for index, counts in parts.items():
-            self.parts.setdefault(index, FileParts()).add(counts)
 
 
 class _SummaryFn(beam.CombineFn):
@@ -250,7 +144,7 @@ def check_documents_accounted(summary: Summary, *, inputs: list,
             f"input {path}{others}: {told}, but {reached:,} reached the part files: a chunk "
             "was lost or written twice between parsing and writing its part (a runner dropping "
             f"or repeating bundles?), {rerun}")
-    parted, sharded = summary.pack.get("records", 0), sum(s.records for s in summary.shards)
+    parted, sharded = summary.pack.records, sum(s.records for s in summary.shards)
     if parted != sharded:
         raise DocumentsUnaccounted(
             f"the part files hold {parted:,} records, but the {len(summary.shards)} shards "
@@ -262,10 +156,6 @@ def check_documents_accounted(summary: Summary, *, inputs: list,
         raise DocumentsUnaccounted(f"{problem}, {rerun}")
 
 
-ENCODER_COUNTS = ("documents", "checked_documents", "mismatches", "fallback_chunks",
-                  "space_symbol_documents")
-
-
 def encoder_record(summary: Summary) -> dict:
     """The manifest's ``encoder``: which backend encoded how many documents (and why ``auto``
     passed over a faster one), and what the exactness guard checked (``tokenizer.guard``)."""
@@ -273,7 +163,7 @@ def encoder_record(summary: Summary) -> dict:
     return {
         "backends": [{"name": e.backend, "version": e.version, "reason": e.reason,
                       "documents": e.documents} for e in entries],
-        **{field: sum(getattr(e, field) for e in entries) for field in ENCODER_COUNTS[1:]},
+        **{field: sum(getattr(e, field) for e in entries) for field in EncodeStats.COUNTS[1:]},
     }
 
 
@@ -283,7 +173,7 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
     """``quality``: the run's ``pipeline.quality.prepare.QualityRun`` (None: no data-quality
     option); its sections come from ``pipeline.dataset.quality_sections``."""
     shards = sorted(summary.shards, key=lambda s: s.path)
-    pack = PackStats(**{k: summary.pack.get(k, 0) for k in PackStats.__dataclass_fields__})
+    pack = summary.pack
     all_subsets = summed(summary.subsets.values())
     totals = {
         "shards": len(shards),

@@ -1,8 +1,8 @@
 """Connected components of candidate edges in Beam: the alternating large-star / small-star
 algorithm (Kiveris et al., "Connected Components in MapReduce and Beyond", SoCC 2014).
 
-Nodes are any totally ordered values (here ``(file, line, subset, tokens)`` tuples, so the
-order is the documents' (file, line)); an edge is a pair of nodes. One round is
+Nodes are any totally ordered values (here ``Document`` rows, ``pipeline.quality.records``, so
+the order is the documents' (file, line)); an edge is a pair of nodes. One round is
 
 * large-star: each node ``u`` links every larger neighbour to ``m``, the least of ``u`` and
   its neighbours (``large_star``), grouped by node;
@@ -23,6 +23,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from common.errors import DataError
+from pipeline.quality.records import Document
 
 DEFAULT_ROUNDS = 12
 
@@ -93,7 +94,7 @@ def components(edges, *, rounds: int = DEFAULT_ROUNDS) -> dict:
 
 
 def _both_ways(edge):
-    a, b = edge[0], edge[1]  # an edge may carry more (a score): only its ends count
+    a, b = edge[0], edge[1]  # an edge may carry more (a Candidate's score): only its ends count
     yield a, b
     yield b, a
 
@@ -116,10 +117,11 @@ def _check(node, roles):
     an error."""
     kinds = {kind for kind, _ in roles}
     if len(kinds) > 1 or (kinds == {"upper"} and len({other for _, other in roles}) > 1):
+        doc = Document._make(node)
         raise ComponentsNotConverged(
-            f"near-duplicate candidates around document {node[:2]} (input file, line) did not "
-            f"merge into one cluster in the unrolled rounds: a chain of near-duplicates longer "
-            f"than they can merge; raise --near_dup_threshold to cut it")
+            f"near-duplicate candidates around document {(doc.file, doc.line)} (input file, "
+            f"line) did not merge into one cluster in the unrolled rounds: a chain of "
+            f"near-duplicates longer than they can merge; raise --near_dup_threshold to cut it")
     if kinds == {"upper"}:
         yield min(other for _, other in roles), node
 

@@ -50,9 +50,19 @@ class DecontaminateOptions:
     field: str  # the passages' JSON field (the report's only)
 
 
-def file_ngrams(file: EvalFile, *, n: int) -> tuple[int, np.ndarray, int, int]:
-    """One evaluation file -> (set index, its n-gram hashes, passages, passages shorter than n
-    words). A passage of fewer than n words has no n-gram and is skipped (counted)."""
+@dataclasses.dataclass(frozen=True)
+class FileNgrams:
+    """One evaluation file's n-grams, and what its passages gave."""
+
+    set_index: int  # its evaluation set (DecontaminateOptions.names)
+    hashes: np.ndarray  # its distinct n-gram hashes, sorted
+    passages: int
+    short: int  # passages of fewer than n words: no n-gram, skipped
+
+
+def file_ngrams(file: EvalFile, *, n: int) -> FileNgrams:
+    """One evaluation file -> its ``FileNgrams``. A passage of fewer than n words has no n-gram
+    and is skipped (counted)."""
     parts, passages, short = [], 0, 0
     cache: dict = {}
     for text in read_passages(file):
@@ -61,19 +71,20 @@ def file_ngrams(file: EvalFile, *, n: int) -> tuple[int, np.ndarray, int, int]:
         short += not len(grams)
         parts.append(grams)
     hashes = np.unique(np.concatenate(parts + [np.empty(0, np.uint64)]))
-    return file.set_index, hashes, passages, short
+    return FileNgrams(set_index=file.set_index, hashes=hashes, passages=passages, short=short)
 
 
 def build_eval_set(parts, *, n: int, names: tuple[str, ...]) -> tuple[ngrams.EvalSet, dict]:
     """``file_ngrams`` results -> the EvalSet and the report's ``eval_sets`` section."""
-    parts = sorted(parts, key=lambda part: part[0])
+    parts = sorted(parts, key=lambda part: part.set_index)
     report = {}
     for index, name in enumerate(names):
-        mine = [part for part in parts if part[0] == index]
-        distinct = np.unique(np.concatenate([p[1] for p in mine] + [np.empty(0, np.uint64)]))
-        report[name] = {"files": len(mine), "passages": sum(p[2] for p in mine),
-                        "short_passages": sum(p[3] for p in mine), "ngrams": len(distinct)}
-    return ngrams.EvalSet.build(((i, h) for i, h, _, _ in parts), n=n), report
+        mine = [part for part in parts if part.set_index == index]
+        distinct = np.unique(np.concatenate([p.hashes for p in mine]
+                                            + [np.empty(0, np.uint64)]))
+        report[name] = {"files": len(mine), "passages": sum(p.passages for p in mine),
+                        "short_passages": sum(p.short for p in mine), "ngrams": len(distinct)}
+    return ngrams.EvalSet.build(((p.set_index, p.hashes) for p in parts), n=n), report
 
 
 def scan_counts(match: ngrams.Match, *, subset: str, dropped: bool, names) -> list[tuple]:

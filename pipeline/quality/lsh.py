@@ -57,14 +57,15 @@ def star_edges(members) -> list[tuple]:
 
 
 def band_columns(docs, *, bands: int) -> dict:
-    """(file, line, ..., signature) documents -> numpy columns, one row per (document, band):
-    ``band`` (index), ``digest`` (``band_keys``'s digest as an integer), ``file``, ``line``."""
-    digests = [digest for doc in docs for digest in band_digests(doc[-1], bands=bands)]
+    """``Signed`` documents (``pipeline.quality.records``) -> numpy columns, one row per
+    (document, band): ``band`` (index), ``digest`` (``band_keys``'s digest as an integer),
+    ``file``, ``line``."""
+    digests = [digest for doc in docs for digest in band_digests(doc.signature, bands=bands)]
     count = len(docs)
     return {"band": np.tile(np.arange(bands, dtype=np.uint16), count),
             "digest": np.frombuffer(b"".join(digests), dtype=">u8").astype(np.uint64),
-            "file": np.repeat(np.array([doc[0] for doc in docs], dtype=np.int64), bands),
-            "line": np.repeat(np.array([doc[1] for doc in docs], dtype=np.int64), bands)}
+            "file": np.repeat(np.array([doc.file for doc in docs], dtype=np.int64), bands),
+            "line": np.repeat(np.array([doc.line for doc in docs], dtype=np.int64), bands)}
 
 
 def shard_columns(columns: dict, *, shards: int):

@@ -1,7 +1,7 @@
 """``--dedup=near``: the near-duplicates among the exact dedup's survivors, in Beam.
 
-``NearDuplicates`` takes the survivors as ``(file, line, subset, tokens, signature)`` tuples
-(``signature``: ``pipeline.quality.minhash``, None for a document without words) and
+``NearDuplicates`` takes the survivors as ``Signed`` rows (``pipeline.quality.records``; the
+signature: ``pipeline.quality.minhash``, None for a document without words) and
 
 1. ``Batch``: per bundle, the survivors' band keys (``pipeline.quality.lsh``) as numpy columns,
    one batch per shard of the key (``BAND_SHARDS``), and their signatures, one batch per shard
@@ -32,6 +32,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from pipeline.quality import lsh, minhash
 from pipeline.quality.components import DEFAULT_ROUNDS, Components
 from pipeline.quality.decision_files import NEAR_DUPLICATE
+from pipeline.quality.records import Candidate, Document, Signed
 
 EXAMPLES = 5
 # Band rows and signatures travel in batches keyed by shard, not one element per document and
@@ -73,7 +74,7 @@ def signature_shard(position) -> int:
 
 class _BatchFn(beam.DoFn):
     """Survivors -> per bundle, a few batches: band columns by ``digest % BAND_SHARDS`` and
-    (file, line, node, signature) lists by ``signature_shard`` (tags ``bands``, ``sigs``),
+    (position, Document, signature) lists by ``signature_shard`` (tags ``bands``, ``sigs``),
     so that the per-document elements stop here."""
 
     def __init__(self, *, bands: int):
@@ -83,8 +84,9 @@ class _BatchFn(beam.DoFn):
     def start_bundle(self):
         self._docs = []
 
-    def process(self, doc):
-        if doc[4] is not None:
+    def process(self, row):
+        doc = Signed._make(row)
+        if doc.signature is not None:
             self._docs.append(doc)
         if len(self._docs) >= BATCH_DOCUMENTS:
             yield from self._flush(lambda tag, value: beam.pvalue.TaggedOutput(tag, value))
@@ -102,9 +104,9 @@ class _BatchFn(beam.DoFn):
             yield out(BANDS, (shard, part))
         by_shard: dict = {}
         for doc in docs:
-            position = (doc[0], doc[1])
+            position = tuple(doc.position)
             by_shard.setdefault(signature_shard(position), []).append(
-                (position, tuple(doc[:4]), doc[4]))
+                (position, tuple(doc.document), doc.signature))
         for shard, rows in by_shard.items():
             yield out(SIGS, (shard, (SIGS, rows)))
 
@@ -135,10 +137,16 @@ def join_ends(_, values):
 
 
 def scored(edge, ends) -> tuple:
-    """(edge, its ends' (node, signature), repeated per band) -> (lower, upper, Jaccard)."""
-    found = {node[:2]: (node, signature) for node, signature in ends}
-    (lower, first), (upper, second) = found[edge[0]], found[edge[1]]
-    return lower, upper, minhash.estimate_jaccard(first, second)
+    """(edge, its ends' (Document, signature), repeated per band) -> a Candidate row."""
+    found = {Document._make(node).position: (node, signature) for node, signature in ends}
+    lower_end, upper_end = edge
+    (lower, first), (upper, second) = found[lower_end], found[upper_end]
+    return tuple(Candidate(lower=lower, upper=upper,
+                           similarity=minhash.estimate_jaccard(first, second)))
+
+
+def similarity(row) -> float:
+    return Candidate._make(row).similarity
 
 
 def cluster_sizes(centre_counts) -> dict:
@@ -150,9 +158,10 @@ def cluster_sizes(centre_counts) -> dict:
 
 
 def example(edge) -> dict:
-    lower, upper, similarity = edge
-    return {"kept": list(lower[:2]), "dropped": list(upper[:2]),
-            "jaccard": round(similarity, 4)}
+    candidate = Candidate._make(edge)
+    return {"kept": list(Document._make(candidate.lower).position),
+            "dropped": list(Document._make(candidate.upper).position),
+            "jaccard": round(candidate.similarity, 4)}
 
 
 def node_rows(node, roles):
@@ -173,6 +182,23 @@ def node_rows(node, roles):
             yield "example", edge
 
 
+@dataclasses.dataclass
+class NearCounts:
+    """``StatsFn``'s accumulator."""
+
+    candidates: int = 0
+    verified: int = 0
+    sizes: dict = dataclasses.field(default_factory=dict)  # members -> clusters
+    examples: list = dataclasses.field(default_factory=list)  # the lowest Candidate rows
+
+    def merge(self, other: NearCounts) -> None:
+        self.candidates += other.candidates
+        self.verified += other.verified
+        for size, n in other.sizes.items():
+            self.sizes[size] = self.sizes.get(size, 0) + n
+        self.examples = sorted([*self.examples, *other.examples])[:EXAMPLES]
+
+
 class StatsFn(beam.CombineFn):
     """Candidate rows (True when verified) and ``node_rows`` -> the ``totals.json`` dict."""
 
@@ -181,39 +207,48 @@ class StatsFn(beam.CombineFn):
         self._threshold = threshold
 
     def create_accumulator(self):
-        return [0, 0, {}, []]
+        return NearCounts()
 
     def add_input(self, acc, row):
         kind, value = row
         if kind == "candidate":
-            acc[0] += 1
-            acc[1] += value[2] >= self._threshold
+            acc.candidates += 1
+            acc.verified += similarity(value) >= self._threshold
         elif kind == "size":
-            acc[2][value] = acc[2].get(value, 0) + 1
+            acc.sizes[value] = acc.sizes.get(value, 0) + 1
         else:
-            acc[3] = sorted([*acc[3], value])[:EXAMPLES]
+            acc.examples = sorted([*acc.examples, value])[:EXAMPLES]
         return acc
 
     def merge_accumulators(self, accs):
         out = self.create_accumulator()
-        for candidates, verified, sizes, examples in accs:
-            out[0] += candidates
-            out[1] += verified
-            for size, n in sizes.items():
-                out[2][size] = out[2].get(size, 0) + n
-            out[3] = sorted([*out[3], *examples])[:EXAMPLES]
+        for acc in accs:
+            out.merge(acc)
         return out
 
     def extract_output(self, acc):
-        candidates, verified, sizes, examples = acc
-        return {"candidate_pairs": candidates, "verified_pairs": verified,
+        return {"candidate_pairs": acc.candidates, "verified_pairs": acc.verified,
                 "cluster_sizes": cluster_sizes(
-                    count for count, n in sorted(sizes.items()) for _ in range(n)),
-                "examples": [example(e) for e in examples]}
+                    count for count, n in sorted(acc.sizes.items()) for _ in range(n)),
+                "examples": [example(e) for e in acc.examples]}
+
+
+def _drop(_, node):
+    doc = Document._make(node)
+    return doc.file, (doc.line, NEAR_DUPLICATE)
+
+
+def _take_back(_, node):
+    doc = Document._make(node)
+    return doc.subset, (-1, -doc.tokens)
+
+
+def _by_lower(row):
+    return Candidate._make(row).lower, ("edge", row)
 
 
 class NearDuplicates(beam.PTransform):
-    """PCollection[(file, line, subset, tokens, signature)] -> {drops, kept, stats}."""
+    """PCollection[Signed] -> {drops, kept, stats}."""
 
     def __init__(self, *, options: NearDupOptions):
         super().__init__()
@@ -234,11 +269,10 @@ class NearDuplicates(beam.PTransform):
             | "JoinEnds" >> beam.FlatMapTuple(join_ends)
             | "ByEdge" >> beam.GroupByKey()
             | "Score" >> beam.MapTuple(scored))
-        verified = candidates | "Verify" >> beam.Filter(lambda e: e[2] >= threshold)
+        verified = candidates | "Verify" >> beam.Filter(lambda e: similarity(e) >= threshold)
         members = verified | "Components" >> Components(rounds=self._rounds)
-        drops = members | "Drops" >> beam.MapTuple(
-            lambda _, node: (node[0], (node[1], NEAR_DUPLICATE)))
-        kept = members | "TakeBack" >> beam.MapTuple(lambda _, node: (node[2], (-1, -node[3])))
+        drops = members | "Drops" >> beam.MapTuple(_drop)
+        kept = members | "TakeBack" >> beam.MapTuple(_take_back)
         return {"drops": drops, "kept": kept,
                 "stats": self._stats(candidates, verified, members)}
 
@@ -246,7 +280,7 @@ class NearDuplicates(beam.PTransform):
         roles = (
             (members | "Roles" >> beam.FlatMapTuple(
                 lambda centre, node: ((centre, ("centre", None)), (node, ("member", None)))),
-             verified | "EdgeByLower" >> beam.Map(lambda e: (e[0], ("edge", e))))
+             verified | "EdgeByLower" >> beam.Map(_by_lower))
             | "AllRoles" >> beam.Flatten() | "RolesByNode" >> beam.GroupByKey()
             | "NodeRows" >> beam.FlatMapTuple(node_rows))
         rows = candidates | "CandidateRows" >> beam.Map(lambda e: ("candidate", e))

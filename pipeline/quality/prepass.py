@@ -5,8 +5,9 @@ per-subset totals a token budget needs. A Beam pipeline of its own, run before t
 1. ``Read`` (``pipeline.read.stage.ReadDocuments``: ReadLines -> [FanOut] -> Parse, as in the
    main pipeline, so that with ``fanout`` any worker hashes and counts any chunk, whatever the
    number of files), then ``KeyByHash``: every selected document of the input -> ``(hash,
-   (file, line, subset, tokens))`` (tokens counted only for ``--subset_tokens``, by the run's
-   encoder backend, loaded once per worker in ``DoFn.setup``); every document of
+   Document)`` (``pipeline.quality.records``: file, line, subset, tokens; tokens counted only
+   for ``--subset_tokens``, by the run's encoder backend, loaded once per worker in
+   ``DoFn.setup``); every document of
    ``--exclude_docs_from`` -> ``(hash, EXCLUDED)`` (from other splits' hash files, or raw files
    read the same way, with every subset, and hashed).
 2. ``CoGroupByKey`` by hash: a shuffle keyed by hash, so no process ever holds the set of
@@ -35,10 +36,10 @@ import apache_beam as beam
 
 from common import storage
 from pipeline.config import ReadConfig
-from pipeline.quality import decision_files
-from pipeline.quality import doc_hash, minhash
+from pipeline.quality import decision_files, doc_hash, minhash
 from pipeline.quality.decontaminate import Decontaminate, DecontaminateOptions
 from pipeline.quality.near_dup import NearDuplicates, NearDupOptions
+from pipeline.quality.records import Document, Signed
 from pipeline.read.stage import Chunk, ReadDocuments
 
 EXCLUDED = "excluded"
@@ -48,8 +49,8 @@ NEAR_DUP = "near_dup"
 
 
 class _KeyByHashFn(beam.DoFn):
-    """Chunk -> (hash, (file, line, subset, tokens)) per document; with ``minhash``
-    (``--dedup=near``) the signature follows: (file, line, subset, tokens, signature)."""
+    """Chunk -> (hash, Document) per document; with ``minhash`` (``--dedup=near``), (hash,
+    Signed) (as plain tuples: ``pipeline.quality.records``)."""
 
     def __init__(self, *, model_path: str | None, encoder: str,
                  num_threads: int, hashed: bool, minhash: minhash.MinHashOptions | None = None):
@@ -76,10 +77,12 @@ class _KeyByHashFn(beam.DoFn):
         for doc, tokens in zip(documents, counts):
             key = doc_hash.doc_hash(doc.text) if self._hashed else b""
             if self._minhash is None:
-                yield key, (chunk.file_index, doc.line, doc.subset, tokens)
+                yield key, tuple(Document(file=chunk.file_index, line=doc.line,
+                                          subset=doc.subset, tokens=tokens))
             else:
-                yield key, (chunk.file_index, doc.line, doc.subset, tokens,
-                            minhash.signature(doc.text, options=self._minhash))
+                yield key, tuple(Signed(file=chunk.file_index, line=doc.line, subset=doc.subset,
+                                        tokens=tokens, signature=minhash.signature(
+                                            doc.text, options=self._minhash)))
 
 
 def _excluded_hashes(chunk: Chunk):
@@ -109,6 +112,7 @@ class _DecideFn(beam.DoFn):
     def __init__(self, *, dedup: bool, near: bool = False):
         self._dedup = dedup
         self._near = near
+        self._record = Signed._make if near else Document._make
 
     def process(self, element):
         _, groups = element
@@ -116,22 +120,29 @@ class _DecideFn(beam.DoFn):
         if excluded:
             yield beam.pvalue.TaggedOutput(EXCLUDED, 1)
         best = None
-        for doc in groups["docs"]:
+        for doc in map(self._record, groups["docs"]):
             if excluded:
-                yield doc[0], (doc[1], decision_files.CONTAMINATED)
+                yield doc.file, (doc.line, decision_files.CONTAMINATED)
             elif not self._dedup:
-                yield beam.pvalue.TaggedOutput(KEPT, (doc[2], (1, doc[3])))
+                yield beam.pvalue.TaggedOutput(KEPT, (doc.subset, (1, doc.tokens)))
             elif best is None:
                 best = doc
-            elif doc[:2] < best[:2]:  # a lower (file, line): it is the one kept
-                yield best[0], (best[1], decision_files.DUPLICATE)
+            elif doc.position < best.position:  # a lower (file, line): it is the one kept
+                yield best.file, (best.line, decision_files.DUPLICATE)
                 best = doc
             else:
-                yield doc[0], (doc[1], decision_files.DUPLICATE)
+                yield doc.file, (doc.line, decision_files.DUPLICATE)
         if best is not None:
-            yield beam.pvalue.TaggedOutput(KEPT, (best[2], (1, best[3])))
+            yield beam.pvalue.TaggedOutput(KEPT, (best.subset, (1, best.tokens)))
             if self._near:
-                yield beam.pvalue.TaggedOutput(SURVIVORS, best)
+                yield beam.pvalue.TaggedOutput(SURVIVORS, tuple(best))
+
+
+def _kept(element):
+    """(hash, Document) -> (subset, (1, tokens)): a document kept without grouping."""
+    _, row = element
+    doc = Document._make(row)
+    return doc.subset, (1, doc.tokens)
 
 
 def _sum_pairs(pairs):
@@ -213,7 +224,7 @@ class FindDrops(beam.PTransform):
         if self._groups:
             kept, excluded, rows = self._decide(files, docs, scan_drops)
         else:  # a token budget or the scan alone: every document scanned is kept, no grouping
-            kept = docs | "AllKept" >> beam.Map(lambda kv: (kv[1][2], (1, kv[1][3])))
+            kept = docs | "AllKept" >> beam.Map(_kept)
             excluded = files.pipeline | "NoExclusions" >> beam.Create([])
             if scan_drops:
                 _write_decisions(files, scan_drops, directory=directory)

@@ -49,6 +49,10 @@ class PackStats:
     dropped_records: int = 0
     dropped_tokens: int = 0
 
+    def __add__(self, other: PackStats) -> PackStats:
+        return PackStats(**{field.name: getattr(self, field.name) + getattr(other, field.name)
+                            for field in dataclasses.fields(self)})
+
 
 def build_stream(documents: Sequence[np.ndarray], *, eos_id: int, dtype) -> np.ndarray:
     """``EOS d1 EOS d2 ... EOS dn EOS`` as one array (numpy concatenation, no Python loop)."""

@@ -16,9 +16,9 @@ import apache_beam as beam
 
 from common import storage
 from pipeline.quality.mixture import BeforeMixture
-from pipeline.tokenize.subset_stats import summed
+from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
 from pipeline.write import progress
-from pipeline.write.pack import PackedChunk
+from pipeline.write.pack import PackedChunk, PackStats
 from pipeline.write.shard_plan import PartInfo, part_path
 from schemas.records import TOKENS, RecordSpec, frame_examples
 
@@ -38,6 +38,22 @@ class PartDocuments:
     # Epoch 0 only: the copies of the chunk's documents in all its epochs' parts, as Tokenize
     # counted them from the chunk's repeats (its subsets; without a mixture: its documents).
     copies: int = 0
+
+
+@dataclasses.dataclass
+class ChunkStats:
+    """Packing statistics and per-subset totals: one chunk's on their way to the manifest, or
+    the sum of many (``merge``)."""
+
+    pack: PackStats = dataclasses.field(default_factory=PackStats)
+    subsets: dict[str, SubsetStats] = dataclasses.field(default_factory=dict)
+
+    def merge(self, other: ChunkStats) -> None:
+        """Add ``other``'s (unchanged) to these."""
+        self.pack = self.pack + other.pack
+        merge_into(self.subsets, other.subsets)
+
+    add = merge  # as a manifest total (pipeline.dataset.statistics), it adds chunks' stats
 
 
 def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...]:
@@ -84,7 +100,7 @@ class _WritePartFn(beam.DoFn):
                 data, file_index=chunk.file_index, chunk_index=chunk.chunk_index,
                 epoch=chunk.epoch))
         # Per-chunk statistics travel on to the manifest.
-        yield beam.pvalue.TaggedOutput(CHUNK_STATS, (chunk.stats, chunk.subsets))
+        yield beam.pvalue.TaggedOutput(CHUNK_STATS, ChunkStats(chunk.stats, chunk.subsets))
         yield beam.pvalue.TaggedOutput(CHUNK_STATS, PartDocuments(
             chunk.file_index, chunk.epoch, chunk.documents, copies=done.documents))
         if chunk.before is not None:
@@ -92,9 +108,9 @@ class _WritePartFn(beam.DoFn):
 
 
 class WriteParts(beam.PTransform):
-    """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: (PackStats, subsets),
-    PartDocuments and BeforeMixture, and for each of ``formats`` (those built from documents,
-    as given to Pack) under its name: its parts' infos}."""
+    """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: ChunkStats, PartDocuments
+    and BeforeMixture, and for each of ``formats`` (those built from documents, as given to
+    Pack) under its name: its parts' infos}."""
 
     def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = ()):
         super().__init__()

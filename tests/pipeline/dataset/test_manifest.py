@@ -17,9 +17,7 @@ from pipeline.config import PipelineConfig, ReadConfig
 from pipeline.dataset import verify
 from pipeline.dataset.manifest import (
     DocumentsUnaccounted,
-    FileParts,
     LinesUnaccounted,
-    Summary,
     TooManyBadRecords,
     _CommitManifestFn,
     _SummaryFn,
@@ -28,13 +26,14 @@ from pipeline.dataset.manifest import (
     unaccounted_files,
     unwritten_documents,
 )
+from pipeline.dataset.statistics import FileParts, Summary
 from pipeline.read import stage
 from pipeline.read.inputs import InputFile
 from pipeline.read.stage import ReadStats
 from pipeline.tokenize.subset_stats import SubsetStats
 from pipeline.write.dead_letters import DeadLetterFile
 from pipeline.write.pack import PackStats, _PackFn
-from pipeline.write.parts import PartDocuments, _WritePartFn
+from pipeline.write.parts import ChunkStats, PartDocuments, _WritePartFn
 from pipeline.write.shard_plan import PARTS_DIR
 from pipeline.write.shards import ShardInfo
 from schemas import manifest as manifest_schema
@@ -69,12 +68,13 @@ def _items():
                     rejected={"invalid_json": 2}),
         _read_stats(1, "in/b.jsonl", "plain", documents=3,
                     filtered={"blank_line": 2, "empty_text": 1}),
-        (PackStats(records=10, tokens=150, padding_tokens=10, partial_records=1),
-         {"A": SubsetStats(3, 100, 120, 0)}),
-        (PackStats(records=3, tokens=40, padding_tokens=8, partial_records=1, dropped_records=1,
-                   dropped_tokens=5), {"A": SubsetStats(2, 30, 30, 1)}),
-        (PackStats(records=2, tokens=30, padding_tokens=2, partial_records=1),
-         {"B": SubsetStats(3, 40, 62, 0)}),
+        ChunkStats(PackStats(records=10, tokens=150, padding_tokens=10, partial_records=1),
+                   {"A": SubsetStats(3, 100, 120, 0)}),
+        ChunkStats(PackStats(records=3, tokens=40, padding_tokens=8, partial_records=1,
+                             dropped_records=1, dropped_tokens=5),
+                   {"A": SubsetStats(2, 30, 30, 1)}),
+        ChunkStats(PackStats(records=2, tokens=30, padding_tokens=2, partial_records=1),
+                   {"B": SubsetStats(3, 40, 62, 0)}),
         PartDocuments(0, 0, 3, copies=3), PartDocuments(0, 0, 2, copies=2),
         PartDocuments(1, 0, 3, copies=3),
     ]
@@ -104,10 +104,15 @@ def test_summary_add_sorts_each_kind_of_statistic():
                                                 "train-00002-of-00003.tfrecord"]
     assert summary.dead_letters == [DeadLetterFile("dead_letters/train-00000.jsonl", 2)]
     assert [f.file_index for f in summary.files] == [0, 1]
-    assert summary.pack == {"records": 15, "tokens": 220, "padding_tokens": 20,
-                            "partial_records": 3, "dropped_records": 1, "dropped_tokens": 5}
+    assert summary.pack == PackStats(records=15, tokens=220, padding_tokens=20,
+                                     partial_records=3, dropped_records=1, dropped_tokens=5)
     assert summary.subsets == {"A": SubsetStats(5, 130, 150, 1), "B": SubsetStats(3, 40, 62, 0)}
     assert summary.parts == {0: FileParts(5, 5, 5), 1: FileParts(3, 3, 3)}
+
+
+def test_summary_refuses_a_statistic_no_total_counts():
+    with pytest.raises(TypeError, match="no manifest total counts a tuple"):
+        Summary().add((PackStats(), {}))
 
 
 def test_accounting_read_is_written_plus_filtered_plus_rejected():

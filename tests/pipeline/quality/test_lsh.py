@@ -3,6 +3,7 @@ import random
 import pytest
 
 from pipeline.quality import lsh
+from pipeline.quality.records import Signed
 
 
 def test_band_keys_name_the_band_and_agree_exactly_when_its_values_do():
@@ -39,26 +40,26 @@ def test_a_band_group_becomes_a_star_from_its_lowest_member():
     assert lsh.star_edges([(1, 1)]) == []
 
 
-def _signatures(seed: int, count: int = 400) -> list[tuple]:
-    """(file, line, subset, tokens, signature) with families sharing some of 16 bands."""
+def _signatures(seed: int, count: int = 400) -> list[Signed]:
+    """Signed documents with families sharing some of 16 bands."""
     rng = random.Random(seed)
     docs = []
     for i in range(count):
         values = [rng.getrandbits(32) for _ in range(64)]
         if i and rng.random() < 0.5:  # a relative of an earlier document: some bands shared
-            base = docs[rng.randrange(len(docs))][4]
+            base = docs[rng.randrange(len(docs))].signature
             values = [int.from_bytes(base[4 * j:4 * j + 4], "little") if rng.random() < 0.6
                       else v for j, v in enumerate(values)]
-        docs.append((rng.randrange(4), i + 1, "A", 0,
-                     b"".join(v.to_bytes(4, "little") for v in values)))
+        docs.append(Signed(file=rng.randrange(4), line=i + 1, subset="A", tokens=0,
+                           signature=b"".join(v.to_bytes(4, "little") for v in values)))
     return docs
 
 
 def _reference_edges(docs, bands):
     groups: dict = {}
     for doc in docs:
-        for key in lsh.band_keys(doc[4], bands=bands):
-            groups.setdefault(key, []).append(tuple(doc[:2]))
+        for key in lsh.band_keys(doc.signature, bands=bands):
+            groups.setdefault(key, []).append(tuple(doc.position))
     return {edge for members in groups.values() for edge in lsh.star_edges(members)}
 
 
@@ -72,7 +73,7 @@ def test_sorted_star_edges_are_the_per_key_stars_whatever_the_shards_and_batches
     assert [(int(b), int(d).to_bytes(8, "big")) for b, d in zip(
         columns["band"], columns["digest"])] == [
         (int.from_bytes(k[:2], "big"), k[2:]) for doc in docs[:3]
-        for k in lsh.band_keys(doc[4], bands=16)]
+        for k in lsh.band_keys(doc.signature, bands=16)]
     random.Random(batches).shuffle(docs)
     parts: dict = {}
     for b in range(batches):  # batches as bundles would cut them, each sharded apart
