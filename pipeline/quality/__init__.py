@@ -1,11 +1,7 @@
 """Data quality: exact and near dedup, evaluation-set decontamination, ``--exclude_docs_from``,
-the subset mixture, document hashes.
-
-Data flow: a pre-pass (``prepass``, launched by ``prepare``) decides which documents drop:
-exact duplicates by document hash (``doc_hash``), near duplicates by MinHash-LSH (``minhash``,
-``lsh``, ``components``, ``near_dup``), evaluation-set overlap by n-grams (``eval_sets``,
-``ngrams``, ``decontaminate``) and other splits' documents (``exclusion``); it writes per-file
-decision files (``decision_files``). Read's Parse applies them per chunk (``selection``), with
-the mixture's repeat counts (``mixture``); the written documents' hashes go next to the manifest
-(``split_doc_hashes``). May import: ``pipeline.config``, ``pipeline.read``.
+the subset mixture, document hashes (``split_doc_hashes``). ``plan`` decides once what the options
+ask for; a pre-pass (``prepass``, launched by ``prepare``) finds the drops (``doc_hash``,
+``minhash``, ``lsh``, ``components``, ``near_dup``, ``eval_sets``, ``ngrams``, ``decontaminate``,
+``exclusion``) into ``decision_files``, applied by Read's Parse (``selection``, ``mixture``).
+May import: ``pipeline.config``, ``pipeline.read``.
 """
