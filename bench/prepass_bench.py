@@ -57,14 +57,15 @@ def once() -> None:
     its seconds."""
     from pipeline.launch.beam_options import fanout_enabled
     from pipeline.quality import prepare
+    from pipeline.quality.plan import plan_quality
     from pipeline.read.inputs import expand_inputs
     from pipeline.run import parse
 
     config, beam_args = parse(sys.argv[1:])
     inputs = expand_inputs(config.input)
-    sources = prepare.resolve(config, inputs)
+    plan = plan_quality(config, inputs=inputs)
     started = time.time()
-    prepare.run_prepass(config, inputs=inputs, sources=sources,
+    prepare.run_prepass(config, plan=plan, inputs=inputs,
                         model_path=config.tokenizer_model, beam_args=beam_args,
                         fanout=fanout_enabled(config.fanout, beam_args))
     print(f"prepass_seconds={time.time() - started:.3f}", flush=True)

@@ -74,7 +74,7 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     shards = parts.parts | "WriteShards" >> WriteShards(
         directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
         spec=spec.record,
-        shuffle_seed=config.training.seed if config.quality.shuffle == "global" else None,
+        shuffle_seed=quality.plan.seed if quality and quality.plan.shuffle else None,
         formats=tuple(fmt for fmt in formats if fmt.built_from == RECORDS))
     dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
@@ -98,6 +98,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from pipeline.launch import claim, output_dir
     from pipeline.launch.beam_options import fanout_enabled, runner_name, runs_in_one_process
     from pipeline.quality import prepare as prepare_quality
+    from pipeline.quality.plan import plan_quality
     from pipeline.read.inputs import expand_inputs
     from pipeline.tokenize.prepare import prepare_tokenizer
     from pipeline.write.progress import Watcher
@@ -107,7 +108,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
         raise ConfigError("--output is required with --input")
     started = time.time()
     inputs = expand_inputs(config.input)
-    sources = prepare_quality.resolve(config, inputs)  # a wrong path fails before any work
+    plan = plan_quality(config, inputs=inputs)  # a wrong path fails before any work
     held = claim.claim(config.output, runner=runner_name(beam_args),
                        take_over=config.take_over_claim)  # before anything in --output
     binding = claim.Binding(output=config.output, held=held, beam_args=beam_args,
@@ -118,7 +119,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
                            run_id=held.run_id)
         tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args,
                                       run_job=run_job)
-        quality = prepare_quality.prepare(config, inputs=inputs, sources=sources,
+        quality = prepare_quality.prepare(config, plan=plan, inputs=inputs,
                                           model_path=tokenizer.path, beam_args=beam_args,
                                           fanout=fanout_enabled(config.fanout, beam_args),
                                           run_job=run_job)

@@ -99,7 +99,8 @@ class TokenizerTrainingConfig:
 @dataclasses.dataclass(frozen=True)
 class QualityConfig:
     """Data quality: exact dedup, contamination removal, the mixture, the global shuffle
-    (docs/data-quality.md)."""
+    (docs/data-quality.md). What they ask the run to do is decided once, from these flags, by
+    ``pipeline.quality.plan.plan_quality``."""
 
     dedup: str = flag(
         "off", choices=("off", "exact", "near"),
@@ -171,12 +172,6 @@ class QualityConfig:
     def from_json(cls, doc: dict) -> "QualityConfig":
         """Inverse of the manifest's ``config.quality`` (JSON lists back to tuples)."""
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()})
-
-    @property
-    def active(self) -> bool:
-        return (self.dedup != "off" or bool(self.exclude_docs_from) or bool(self.decontaminate)
-                or bool(self.subset_weights) or bool(self.subset_tokens)
-                or self.shuffle != "off")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,46 +31,48 @@ def removed_by_subset(files, reasons) -> dict:
 
 def quality_sections(run, *, files, before: dict, after: dict, hash_files: list) -> dict:
     """The sections above that apply (``run``: a ``pipeline.quality.prepare.QualityRun`` or
-    None; ``before``/``after``: subset -> SubsetStats before and after the mixture)."""
+    None, whose ``plan`` says which; ``before``/``after``: subset -> SubsetStats before and
+    after the mixture)."""
     out = {}
     if hash_files:
         out["doc_hashes"] = doc_hashes.manifest_entry(hash_files)
     if run is None:
         return out
-    if run.dedup != "off" or run.exclude_docs_from or run.decontamination:
+    plan = run.plan
+    if plan.exact_dedup or plan.exclude_docs_from or plan.decontaminate is not None:
         out["quality"] = {
             "normalization": doc_hash.NORMALIZATION,
             "digest": doc_hash.DIGEST,
-            "dedup": run.dedup,
-            "exclude_docs_from": list(run.exclude_docs_from),
+            "dedup": plan.dedup,
+            "exclude_docs_from": list(plan.exclude_docs_from),
             "excluded_hashes": run.excluded_hashes,
             "removed": removed_by_subset(files, (decision_files.DUPLICATE,
                                                  decision_files.CONTAMINATED)),
             "prepass_seconds": run.prepass_seconds,
         }
-        if run.dedup == "near":
+        if plan.near is not None:
             out["quality"]["removed"].update(
                 removed_by_subset(files, (decision_files.NEAR_DUPLICATE,)))
             out["quality"]["near_dup"] = run.near_dup
-        if run.decontamination:  # the pre-pass's scan: per evaluation set and subset
+        if plan.decontaminate is not None:  # the pre-pass's scan: per evaluation set, subset
             out["quality"]["removed"].update(
                 removed_by_subset(files, (decision_files.DECONTAMINATED,)))
             out["quality"]["decontamination"] = run.decontamination
-    if run.mixture:
+    if plan.mixture:
         seen = set(before) | set(after)
         out["mixture"] = {
-            "source": run.mixture,
-            "seed": run.seed,
+            "source": plan.mixture,
+            "seed": plan.seed,
             "subsets": mixture.mixture_table(
-                weights=run.weights, budgets=run.budgets,
+                weights=run.weights, budgets=plan.budgets,
                 before={name: s.to_json() for name, s in before.items()},
                 after={name: s.to_json() for name, s in after.items()}),
             # Weights naming no subset of the input (for pile-v1, normal; else a typo?).
             "unmatched": sorted(set(run.weights) - seen),
             "filtered": removed_by_subset(files, (decision_files.MIXTURE,))[decision_files.MIXTURE],
         }
-    if run.shuffle == "global":
-        out["shuffle"] = {"mode": "global", "seed": run.seed, "algorithm": shuffle.ALGORITHM}
+    if plan.shuffle:
+        out["shuffle"] = {"mode": "global", "seed": plan.seed, "algorithm": shuffle.ALGORITHM}
     return out
 
 

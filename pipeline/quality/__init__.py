@@ -1,7 +1,7 @@
-"""Data quality: exact and near dedup, decontamination, ``--exclude_docs_from``, the mixture.
-
-A pre-pass (``prepass``, launched by ``prepare``) finds exact duplicates (``doc_hash``), near ones
-(``minhash``, ``lsh``, ``components``, ``near_dup``) and evaluation overlap (``eval_sets``,
-``ngrams``, ``decontaminate``) into ``decision_files`` that Parse applies (``selection``,
-``mixture``); written documents' hashes: ``split_doc_hashes``. May import: config, read.
+"""Data quality: exact and near dedup, evaluation-set decontamination, ``--exclude_docs_from``,
+the subset mixture, document hashes (``split_doc_hashes``). ``plan`` decides once what the options
+ask for; a pre-pass (``prepass``, launched by ``prepare``) finds the drops (``doc_hash``,
+``minhash``, ``lsh``, ``components``, ``near_dup``, ``eval_sets``, ``ngrams``, ``decontaminate``,
+``exclusion``) into ``decision_files``, applied by Read's Parse (``selection``, ``mixture``).
+May import: ``pipeline.config``, ``pipeline.read``.
 """

@@ -1,12 +1,10 @@
-"""The launcher's side of the data-quality options: check them, run the pre-pass, and hand
-the main pipeline its constructor arguments (``QualityRun``).
+"""The launcher's side of the data-quality options: run the pre-pass the plan asks for,
+and hand the main pipeline its constructor arguments (``QualityRun``).
 
-``resolve`` runs before anything is written (a wrong ``--exclude_docs_from`` fails in
-seconds); ``prepare`` runs after the tokenizer is ready. The pre-pass
-(``pipeline.quality.prepass``) runs only when it has work: ``--dedup``,
-``--exclude_docs_from``, ``--decontaminate`` or ``--subset_tokens``;
-``--subset_weights`` alone needs none (each document's repeats follow from its subset, the
-seed and its position).
+The plan (``pipeline.quality.plan.plan_quality``) is made before anything is written (a wrong
+``--exclude_docs_from`` fails in seconds); ``prepare`` runs after the tokenizer is ready. The
+pre-pass (``pipeline.quality.prepass``) runs only when it has work
+(``QualityPlan.prepass_runs``).
 """
 
 from __future__ import annotations
@@ -17,13 +15,10 @@ import time
 from collections.abc import Callable
 
 from common import storage
-from pipeline.config import PipelineConfig, mixture_weights
-from pipeline.quality import decision_files
-from pipeline.quality import eval_sets, mixture
-from pipeline.quality.decontaminate import DecontaminateOptions, read_report
-from pipeline.quality.exclusion import ExclusionSources
-from pipeline.quality.exclusion import resolve as resolve_sources
-from pipeline.quality.near_dup import NearDupOptions
+from pipeline.config import PipelineConfig
+from pipeline.quality import decision_files, mixture
+from pipeline.quality.decontaminate import read_report
+from pipeline.quality.plan import QualityPlan
 from pipeline.quality.selection import Selection
 
 log = logging.getLogger(__name__)
@@ -31,53 +26,26 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class QualityRun:
-    """Everything the main pipeline and its manifest need from the data-quality options."""
+    """Everything the main pipeline and its manifest need from the data-quality options: the
+    plan, and what the pre-pass found."""
 
+    plan: QualityPlan
     selection: Selection | None = None  # None: every document read is written, once
-    dedup: str = "off"
-    exclude_docs_from: tuple[str, ...] = ()
     excluded_hashes: int = 0  # distinct hashes found in --exclude_docs_from
     near_dup: dict = dataclasses.field(default_factory=dict)  # --dedup=near: options, stats
     decontamination: dict = dataclasses.field(default_factory=dict)  # --decontaminate's report
-    mixture: str = ""  # "", "pile-v1", "weights" or "tokens"
-    weights: dict = dataclasses.field(default_factory=dict)
-    budgets: dict = dataclasses.field(default_factory=dict)
+    weights: dict = dataclasses.field(default_factory=dict)  # applied: the plan's or budgets'
     prepass_subsets: dict = dataclasses.field(default_factory=dict)  # kept: documents, tokens
     prepass_seconds: float = 0.0
-    shuffle: str = "off"
-    seed: int = 0
 
 
-def resolve(config: PipelineConfig, inputs) -> ExclusionSources:
-    """Check ``--exclude_docs_from`` against the inputs and output, and that every
-    ``--decontaminate`` file exists (no data is read)."""
-    _decontaminate_options(config, inputs)
-    return resolve_sources(config.quality.exclude_docs_from, inputs=inputs, output=config.output)
-
-
-def _decontaminate_options(config: PipelineConfig, inputs) -> DecontaminateOptions | None:
-    options = config.quality
-    if not options.decontaminate:
-        return None
-    files = eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
-                              inputs=inputs)
-    return DecontaminateOptions(files=files, names=options.decontaminate,
-                                n=options.decontaminate_ngram, mode=options.decontaminate_mode,
-                                field=options.decontaminate_field)
-
-
-def _mixture_source(value: str) -> str:
-    if not value:
-        return ""
-    return mixture_weights.PILE_V1_NAME if value == mixture_weights.PILE_V1_NAME else "weights"
-
-
-def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_path: str,
+def run_prepass(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: str | None,
                 beam_args: list[str], fanout: bool,
                 run_job: Callable[[object], object] | None = None) -> dict:
-    """Run the pre-pass pipeline; return its ``totals.json``. ``fanout``: as the main
-    pipeline's (``pipeline.launch.beam_options.fanout_enabled``). ``run_job`` runs the pipeline
-    to its end (the launcher's binds its job to the output's claim); None:
+    """Run the pre-pass pipeline ``plan`` asks for; return its ``totals.json``. ``model_path``:
+    the tokenizer, to count tokens with (only when the plan counts them); ``fanout``: as the
+    main pipeline's (``pipeline.launch.beam_options.fanout_enabled``). ``run_job`` runs the
+    pipeline to its end (the launcher's binds its job to the output's claim); None:
     ``p.run().wait_until_finish()``."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -86,17 +54,13 @@ def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, mo
 
     directory = storage.join(config.output, decision_files.QUALITY_DIR)
     decision_files.clear(directory)
-    budgets = mixture_weights.parse_budgets(config.quality.subset_tokens)
     p = beam.Pipeline(options=PipelineOptions(beam_args))
     (p | "ListInputs" >> beam.Create(inputs)
      | "FindDrops" >> FindDrops(
-         config=config.read, paths=tuple(f.path for f in inputs), directory=directory,
-         dedup=config.quality.dedup != "off", fanout=fanout,
-         hash_files=sources.hash_files, raw_files=sources.raw_files,
-         model_path=model_path if budgets else None, encoder=config.encoder,
-         num_threads=config.encoder_threads,
-         near=NearDupOptions.from_config(config.quality) if config.quality.dedup == "near"
-         else None, decontaminate=_decontaminate_options(config, inputs)))
+         plan=plan, config=config.read, paths=tuple(f.path for f in inputs),
+         directory=directory, fanout=fanout,
+         model_path=model_path if plan.counts_tokens else None, encoder=config.encoder,
+         num_threads=config.encoder_threads))
     if run_job is None:
         p.run().wait_until_finish()
     else:
@@ -104,42 +68,36 @@ def run_prepass(config: PipelineConfig, *, inputs, sources: ExclusionSources, mo
     return decision_files.read_totals(directory)
 
 
-def prepare(config: PipelineConfig, *, inputs, sources: ExclusionSources, model_path: str,
+def prepare(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: str | None,
             beam_args: list[str], fanout: bool,
             run_job: Callable[[object], object] | None = None) -> QualityRun | None:
-    """Run the pre-pass if needed (``fanout``, ``run_job``: see ``run_prepass``); None when no
-    data-quality option is given."""
-    options = config.quality
-    seed = config.training.seed
-    if not options.active:
+    """Run the pre-pass if the plan has one (``fanout``, ``run_job``: see ``run_prepass``);
+    None when no data-quality option is given."""
+    if not plan.active:
         return None
-    weights = mixture_weights.parse_weights(options.subset_weights)
-    budgets = mixture_weights.parse_budgets(options.subset_tokens)
-    run = QualityRun(dedup=options.dedup, exclude_docs_from=options.exclude_docs_from,
-                     mixture="tokens" if budgets else _mixture_source(options.subset_weights),
-                     weights=weights, budgets=budgets, shuffle=options.shuffle, seed=seed)
+    run = QualityRun(plan=plan, weights=plan.weights)
     decisions = None
-    if options.dedup != "off" or sources or budgets or options.decontaminate:
+    if plan.prepass_runs:
         started = time.time()
-        totals = run_prepass(config, inputs=inputs, sources=sources, model_path=model_path,
+        totals = run_prepass(config, plan=plan, inputs=inputs, model_path=model_path,
                              beam_args=beam_args, fanout=fanout, run_job=run_job)
         seconds = time.time() - started
         log.info("quality pre-pass: %.1f s, %d excluded hashes", seconds,
                  totals["excluded_hashes"])
-        if options.dedup != "off" or sources or options.decontaminate:
+        if plan.decides:
             decisions = storage.join(config.output, decision_files.QUALITY_DIR)
-        if budgets:
+        weights = plan.weights
+        if plan.counts_tokens:
             tokens = {name: row["tokens"] for name, row in totals["subsets"].items()}
-            weights = mixture.weights_from_budgets(budgets, tokens)
+            weights = mixture.weights_from_budgets(plan.budgets, tokens)
         run = dataclasses.replace(run, excluded_hashes=totals["excluded_hashes"],
                                   prepass_subsets=totals["subsets"],
                                   near_dup=totals.get("near_dup", {}),
-                                  decontamination=read_report(decisions) if options.decontaminate
-                                  else {},
+                                  decontamination=read_report(decisions)
+                                  if plan.decontaminate is not None else {},
                                   prepass_seconds=round(seconds, 3), weights=weights)
     selection = None
     if decisions or run.weights:
-        selection = Selection(decisions=decisions, weights=run.weights, seed=seed,
-                              redact=options.decontaminate_mode == "redact"
-                              and bool(options.decontaminate))
+        selection = Selection(decisions=decisions, weights=run.weights, seed=plan.seed,
+                              redact=plan.redacts)
     return dataclasses.replace(run, selection=selection)

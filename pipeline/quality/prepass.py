@@ -37,8 +37,9 @@ import apache_beam as beam
 from common import storage
 from pipeline.config import ReadConfig
 from pipeline.quality import decision_files, doc_hash, minhash
-from pipeline.quality.decontaminate import Decontaminate, DecontaminateOptions
-from pipeline.quality.near_dup import NearDuplicates, NearDupOptions
+from pipeline.quality.decontaminate import Decontaminate
+from pipeline.quality.near_dup import NearDuplicates
+from pipeline.quality.plan import QualityPlan
 from pipeline.quality.records import Document, Signed
 from pipeline.read.stage import Chunk, ReadDocuments
 
@@ -172,56 +173,41 @@ def _totals(rows) -> dict:
 class FindDrops(beam.PTransform):
     """PCollection[InputFile] -> decision files and ``totals.json`` in ``directory``.
 
-    ``paths``: every input file's path, by file index (``ReadDocuments``); ``fanout``: spread
-    the chunks over all workers after reading (``pipeline.launch.beam_options.fanout_enabled``);
-    ``hash_files``/``raw_files``: the ``--exclude_docs_from`` sources
-    (``pipeline.quality.exclusion``); ``dedup``: keep only the first of equal documents;
-    ``model_path``: count tokens of the kept documents (``--subset_tokens``), else None;
-    ``near``: also drop near-duplicates (``--dedup=near``; implies ``dedup``), else None;
-    ``decontaminate``: scan for evaluation n-grams first (``--decontaminate``), else None.
+    ``plan``: the stages to run (``pipeline.quality.plan.QualityPlan``: exact and near dedup,
+    the ``--exclude_docs_from`` sources, the ``--decontaminate`` scan); ``paths``: every input
+    file's path, by file index (``ReadDocuments``); ``fanout``: spread the chunks over all
+    workers after reading (``pipeline.launch.beam_options.fanout_enabled``); ``model_path``:
+    count tokens of the kept documents (``--subset_tokens``), else None.
     """
 
-    def __init__(self, *, config: ReadConfig, paths: tuple[str, ...], directory: str,
-                 dedup: bool, fanout: bool = False,
-                 hash_files: tuple[str, ...] = (), raw_files: tuple = (),
-                 model_path: str | None = None, encoder: str = "auto", num_threads: int = 0,
-                 near: NearDupOptions | None = None,
-                 decontaminate: DecontaminateOptions | None = None):
+    def __init__(self, *, plan: QualityPlan, config: ReadConfig, paths: tuple[str, ...],
+                 directory: str, fanout: bool = False, model_path: str | None = None,
+                 encoder: str = "auto", num_threads: int = 0):
         super().__init__()
-        self._decontaminate = decontaminate
-        self._near = near
+        self._plan = plan
         self._config = config
         self._paths = tuple(paths)
         self._fanout = fanout
         self._directory = directory
-        self._dedup = dedup
-        self._hash_files = tuple(hash_files)
-        self._raw_files = tuple(raw_files)
         self._model_path = model_path
         self._encoder = encoder
         self._num_threads = num_threads
-
-    @property
-    def _groups(self) -> bool:
-        """Whether documents meet by hash: ``--dedup`` or ``--exclude_docs_from``. The scan's
-        drops (``--decontaminate``) need no hash."""
-        return self._dedup or bool(self._hash_files or self._raw_files)
 
     def expand(self, files):
         directory = self._directory
         chunks = _read(files, "Read", config=self._config, paths=self._paths,
                        fanout=self._fanout)
-        scan_drops = []
-        if self._decontaminate is not None:  # its drops leave before hashing and counting
+        plan, scan_drops = self._plan, []
+        if plan.decontaminate is not None:  # its drops leave before hashing and counting
             scanned = chunks | "Decontaminate" >> Decontaminate(
-                options=self._decontaminate, directory=directory)
+                options=plan.decontaminate, directory=directory)
             chunks, scan_drops = scanned["chunks"], [scanned["drops"]]
         docs = chunks | "KeyByHash" >> beam.ParDo(_KeyByHashFn(
             model_path=self._model_path, encoder=self._encoder,
-            num_threads=self._num_threads, hashed=self._groups,
-            minhash=self._near.minhash if self._near else None))
+            num_threads=self._num_threads, hashed=plan.groups_by_hash,
+            minhash=plan.near.minhash if plan.near else None))
         rows = []
-        if self._groups:
+        if plan.groups_by_hash:
             kept, excluded, rows = self._decide(files, docs, scan_drops)
         else:  # a token budget or the scan alone: every document scanned is kept, no grouping
             kept = docs | "AllKept" >> beam.Map(_kept)
@@ -239,25 +225,26 @@ class FindDrops(beam.PTransform):
         )
 
     def _decide(self, files, docs, scan_drops=()):
-        p, directory = files.pipeline, self._directory
+        p, directory, plan = files.pipeline, self._directory, self._plan
         everything = every_subset(self._config)
-        from_files = (p | "ListHashFiles" >> beam.Create(self._hash_files)
+        from_files = (p | "ListHashFiles" >> beam.Create(plan.exclusion.hash_files)
                       | "ReadHashFiles" >> beam.FlatMap(_file_hashes))
         # exclusion.resolve numbers the raw files 0, 1, ... in order: their paths by index.
-        from_raw = (_read(p | "ListExcludedFiles" >> beam.Create(self._raw_files),
+        raw_files = plan.exclusion.raw_files
+        from_raw = (_read(p | "ListExcludedFiles" >> beam.Create(raw_files),
                           "ReadExcludedFiles", config=everything,
-                          paths=tuple(f.path for f in self._raw_files), fanout=self._fanout)
+                          paths=tuple(f.path for f in raw_files), fanout=self._fanout)
                     | "HashExcludedFiles" >> beam.FlatMap(_excluded_hashes))
         excluded = (from_files, from_raw) | "AllExcluded" >> beam.Flatten()
         decided = (
             {"docs": docs, EXCLUDED: excluded}
             | "GroupByHash" >> beam.CoGroupByKey()
-            | "Decide" >> beam.ParDo(_DecideFn(dedup=self._dedup, near=bool(self._near)))
+            | "Decide" >> beam.ParDo(_DecideFn(dedup=plan.exact_dedup, near=bool(plan.near)))
             .with_outputs(KEPT, EXCLUDED, SURVIVORS, main="drops")
         )
         drops, kept, rows = [decided.drops, *scan_drops], decided[KEPT], []
-        if self._near:
-            found = decided[SURVIVORS] | "NearDuplicates" >> NearDuplicates(options=self._near)
+        if plan.near:
+            found = decided[SURVIVORS] | "NearDuplicates" >> NearDuplicates(options=plan.near)
             drops.append(found["drops"])
             kept = (kept, found["kept"]) | "KeptAfterNear" >> beam.Flatten()
             rows.append(found["stats"] | "AsNearRows" >> beam.Map(lambda s: (NEAR_DUP, s)))

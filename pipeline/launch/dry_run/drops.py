@@ -28,11 +28,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 
-from pipeline.config import PipelineConfig
 from pipeline.launch.dry_run.sample import FileSample
 from pipeline.quality import components, lsh, minhash
 from pipeline.quality.decision_files import DECONTAMINATED, DUPLICATE, NEAR_DUPLICATE
 from pipeline.quality.near_dup import NearDupOptions, cluster_sizes
+from pipeline.quality.plan import QualityPlan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,9 +94,9 @@ def near_duplicates(signatures: dict, *, options: NearDupOptions) -> tuple[dict,
                                verified_pairs=len(verified), cluster_sizes=sizes)
 
 
-def sample_drops(samples: list[FileSample], *, config: PipelineConfig) -> SampleDrops:
-    """The reasons the sampled documents drop for, in the pre-pass's order (module docstring)."""
-    options = config.quality
+def sample_drops(samples: list[FileSample], *, plan: QualityPlan) -> SampleDrops:
+    """The reasons the sampled documents drop for, in the pre-pass's order (module docstring),
+    for the stages ``plan`` runs."""
     reasons: dict = {s.file.index: {} for s in samples}
     seen, signatures = set(), {}
     for sample in sorted(samples, key=lambda s: s.file.index):
@@ -104,18 +104,17 @@ def sample_drops(samples: list[FileSample], *, config: PipelineConfig) -> Sample
         for doc in sample.docs:
             if doc.contamination is not None and doc.contamination.dropped:
                 dropped[doc.line] = DECONTAMINATED
-            elif options.dedup != "off" and doc.digest in seen:
+            elif plan.exact_dedup and doc.digest in seen:
                 dropped[doc.line] = DUPLICATE
             else:
                 seen.add(doc.digest)
                 if doc.signature is not None:
                     signatures[(sample.file.index, doc.line)] = doc.signature
     near = None
-    if options.dedup == "near":
-        members, near = near_duplicates(signatures,
-                                        options=NearDupOptions.from_config(options))
+    if plan.near is not None:
+        members, near = near_duplicates(signatures, options=plan.near)
         for file, line in members:
             reasons[file][line] = NEAR_DUPLICATE
-    contamination = (_contamination(samples, options.decontaminate)
-                     if options.decontaminate else None)
+    contamination = (_contamination(samples, plan.decontaminate.names)
+                     if plan.decontaminate is not None else None)
     return SampleDrops(reasons=reasons, near=near, contamination=contamination)

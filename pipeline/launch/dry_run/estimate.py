@@ -33,7 +33,6 @@ import re
 
 from common.errors import ConfigError
 from pipeline.config import PipelineConfig
-from pipeline.config.mixture_weights import parse_budgets
 from pipeline.launch.dry_run.drops import SampleDrops, sample_drops
 from pipeline.launch.dry_run.figures import Figures, Packing, run_figures, summed
 from pipeline.launch.dry_run.quality import (
@@ -53,6 +52,7 @@ from pipeline.launch.dry_run.sample import (
 )
 from pipeline.quality.decision_files import DUPLICATE
 from pipeline.quality.mixture import mixture_table
+from pipeline.quality.plan import QualityPlan, plan_quality
 from pipeline.read.inputs import InputFile
 
 _MACHINE_CORES = (re.compile(r"^(?:[a-z0-9]+-)?custom-(\d+)-\d+(?:-ext)?$"),  # custom-8-32768
@@ -189,25 +189,26 @@ class Estimate:
     read_bound_hours: float
     backend: Backend
     rate: Rate
+    plan: QualityPlan  # the data-quality stages the figures follow
 
 
 def _quality_figures(samples: list[FileSample], *, inputs: list[InputFile],
-                     config: PipelineConfig) -> tuple[list[Figures], Weights, SampleDrops]:
+                     config: PipelineConfig,
+                     plan: QualityPlan) -> tuple[list[Figures], Weights, SampleDrops]:
     """Each file's figures with the pre-pass's drops and the mixture applied, the weights
     used, and the drops in the sample."""
-    drops = sample_drops(samples, config=config)
+    drops = sample_drops(samples, plan=plan)
     packing = Packing(seq_len=config.seq_len, last_record=config.last_record,
                       chunk_bytes=config.read.chunk_bytes)
-    weights = flag_weights(config)
+    weights = flag_weights(plan, flag_value=config.quality.subset_weights)
     figures = run_figures(samples, inputs=inputs, drops=drops.reasons,
-                          weights=weights.weights, seed=config.training.seed, packing=packing)
-    if config.quality.subset_tokens:  # the budgets need the kept tokens first
+                          weights=weights.weights, seed=plan.seed, packing=packing)
+    if plan.counts_tokens:  # the budgets need the kept tokens first
         kept = {name: counts.tokens for name, counts in summed(figures).before.items()}
         exact = len(inputs) == sum(s.complete for s in samples)
-        weights = budget_weights(config, tokens=kept, exact=exact)
+        weights = budget_weights(plan, tokens=kept, exact=exact)
         figures = run_figures(samples, inputs=inputs, drops=drops.reasons,
-                              weights=weights.weights, seed=config.training.seed,
-                              packing=packing)
+                              weights=weights.weights, seed=plan.seed, packing=packing)
     return figures, weights, drops
 
 
@@ -227,7 +228,7 @@ def _layout(total: Figures, *, config: PipelineConfig, vocab_size: int) -> dict:
 
 
 def _timing(figures: list[Figures], samples: list[FileSample], *, config: PipelineConfig,
-            cluster: Cluster, rate: Rate) -> dict:
+            plan: QualityPlan, cluster: Cluster, rate: Rate) -> dict:
     """Core-hours, usable cores, wall time (pre-pass included) and the read bound."""
     total = summed(figures)
     core_hours = total.text / (rate.text_mb_per_cpu_second * 1e6) / 3600
@@ -240,8 +241,9 @@ def _timing(figures: list[Figures], samples: list[FileSample], *, config: Pipeli
     read_rate = sum(s.text_bytes for s in samples) / seconds_read if seconds_read else 0
     largest = max((fig.text for fig in figures), default=0.0)
     read_bound = largest / read_rate / 3600 if read_rate else 0.0
-    prepass = prepass_cost(samples, config=config, file_texts=[fig.text for fig in figures],
-                           cores=cores, tokenize_mb_per_cpu_second=rate.text_mb_per_cpu_second)
+    prepass = prepass_cost(samples, config=config, plan=plan,
+                           file_texts=[fig.text for fig in figures], cores=cores,
+                           tokenize_mb_per_cpu_second=rate.text_mb_per_cpu_second)
     # Fan-out's shuffle is a barrier in batch: reading, then the rest. Without it they overlap.
     wall = (read_bound + core_hours / usable if cluster.fanout
             else max(core_hours / usable, read_bound))
@@ -250,18 +252,20 @@ def _timing(figures: list[Figures], samples: list[FileSample], *, config: Pipeli
 
 
 def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: PipelineConfig,
-             vocab_size: int, cluster: Cluster, tokenized: bool, backend: Backend,
-             rate: Rate) -> Estimate:
-    """Extrapolate ``samples`` (of some of ``inputs``) to the whole run (``tokenized``: the
-    samples' token counts were measured with the model, not assumed)."""
-    figures, weights, drops = _quality_figures(samples, inputs=inputs, config=config)
+             plan: QualityPlan, vocab_size: int, cluster: Cluster, tokenized: bool,
+             backend: Backend, rate: Rate) -> Estimate:
+    """Extrapolate ``samples`` (of some of ``inputs``) to the whole run (``plan``: its
+    data-quality plan; ``tokenized``: the samples' token counts were measured with the model,
+    not assumed)."""
+    figures, weights, drops = _quality_figures(samples, inputs=inputs, config=config,
+                                               plan=plan)
     total = summed(figures)
     written = total.written()
     table = mixture_table(
         weights=weights.weights,
         before={k: {"documents": c.documents, "tokens": c.tokens} for k, c in total.before.items()},
         after={k: {"documents": c.documents, "tokens": c.tokens} for k, c in total.after.items()},
-        budgets=parse_budgets(config.quality.subset_tokens))
+        budgets=plan.budgets)
     measured = {}
     for s in samples:
         for subset, (text, tokens) in s.subsets.items():
@@ -280,28 +284,23 @@ def estimate(samples: list[FileSample], *, inputs: list[InputFile], config: Pipe
         bytes_per_token={k: t / n for k, (t, n) in sorted(measured.items()) if n}
         if tokenized else {},
         chunks=total.chunks, **_layout(total, config=config, vocab_size=vocab_size),
-        **_timing(figures, samples, config=config, cluster=cluster, rate=rate),
-        backend=backend, rate=rate)
+        **_timing(figures, samples, config=config, plan=plan, cluster=cluster, rate=rate),
+        backend=backend, rate=rate, plan=plan)
 
 
-def sample_checks(config: PipelineConfig, inputs: list[InputFile]) -> SampleChecks:
-    """The per-document checks the run's quality options need: MinHash options
-    (``--dedup=near``), the evaluation sets' n-grams (``--decontaminate``: every evaluation
-    file read here, as the pre-pass's workers read them)."""
-    from pipeline.quality import decontaminate, eval_sets
-    from pipeline.quality.near_dup import NearDupOptions
+def sample_checks(plan: QualityPlan) -> SampleChecks:
+    """The per-document checks the plan's stages need: MinHash options (near dedup), the
+    evaluation sets' n-grams (``--decontaminate``: every evaluation file the plan resolved,
+    read here, as the pre-pass's workers read them)."""
+    from pipeline.quality import decontaminate
 
-    options = config.quality
-    near = (NearDupOptions.from_config(options).minhash if options.dedup == "near" else None)
-    if not options.decontaminate:
+    near = plan.near.minhash if plan.near is not None else None
+    options = plan.decontaminate
+    if options is None:
         return SampleChecks(minhash=near)
-    files = eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
-                              inputs=inputs)
-    parts = [decontaminate.file_ngrams(f, n=options.decontaminate_ngram) for f in files]
-    eval_set, _ = decontaminate.build_eval_set(parts, n=options.decontaminate_ngram,
-                                               names=options.decontaminate)
-    return SampleChecks(minhash=near, eval_set=eval_set,
-                        redact=options.decontaminate_mode == "redact")
+    parts = [decontaminate.file_ngrams(f, n=options.n) for f in options.files]
+    eval_set, _ = decontaminate.build_eval_set(parts, n=options.n, names=options.names)
+    return SampleChecks(minhash=near, eval_set=eval_set, redact=plan.redacts)
 
 
 def dry_run_split(config: PipelineConfig, beam_args: list[str], *,
@@ -319,11 +318,12 @@ def dry_run_split(config: PipelineConfig, beam_args: list[str], *,
         vocab_size = parse_model(model, source=config.tokenizer_model).get_piece_size()
     backend, encoder = probe_backend(config, model)
     rate = load_rate(backend.name, path=rates_path)
-    checks = sample_checks(config, inputs)
+    plan = plan_quality(config, inputs=inputs)  # as the run plans it: the same files
+    checks = sample_checks(plan)
     samples = [sample_file(inputs[i], config=config.read, encoder=encoder, checks=checks)
                for i in sampled_indices(len(inputs))]
     cluster = cluster_from_options(config, beam_args)
-    est = estimate(samples, inputs=inputs, config=config, vocab_size=vocab_size,
+    est = estimate(samples, inputs=inputs, config=config, plan=plan, vocab_size=vocab_size,
                    cluster=cluster, tokenized=encoder is not None, backend=backend, rate=rate)
     for line in report(est, split=config.split or "train", config=config, cluster=cluster):
         print(line)

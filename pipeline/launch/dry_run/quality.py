@@ -6,12 +6,12 @@
   ``--subset_tokens``: ``budget / tokens`` with the tokens of the kept documents estimated from
   the sample, as the pre-pass counts them (``pipeline.quality.mixture.weights_from_budgets``).
 * The pre-pass (``--dedup``, ``--exclude_docs_from``, ``--decontaminate`` or
-  ``--subset_tokens``) reads every input file once more, hashes its documents, for
-  ``--dedup=near`` signs them (MinHash), for ``--decontaminate`` looks their n-grams up and,
-  for a budget, tokenizes them: its CPU time is the sample's own, measured while sampling, per
-  byte of text; its wall time assumes a file per core (the pre-pass reads each file on one
-  worker). Not included: near dedup's banding and components (shuffles of the signatures),
-  reading the evaluation sets.
+  ``--subset_tokens``: the run's plan, ``pipeline.quality.plan``) reads every input file once
+  more, hashes its documents, for ``--dedup=near`` signs them (MinHash), for
+  ``--decontaminate`` looks their n-grams up and, for a budget, tokenizes them: its CPU time
+  is the sample's own, measured while sampling, per byte of text; its wall time assumes a file
+  per core (the pre-pass reads each file on one worker). Not included: near dedup's banding
+  and components (shuffles of the signatures), reading the evaluation sets.
 * ``--exclude_docs_from``: what it removes is not estimated (0 assumed; said so), nor the
   time to read its sources.
 """
@@ -23,6 +23,7 @@ import dataclasses
 from pipeline.config import PipelineConfig, mixture_weights
 from pipeline.launch.dry_run.sample import FileSample
 from pipeline.quality import mixture
+from pipeline.quality.plan import TOKENS, QualityPlan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,22 +34,21 @@ class Weights:
     how: str  # '' without a mixture
 
 
-def flag_weights(config: PipelineConfig) -> Weights:
-    """``--subset_weights`` as the run parses it (no weights for ``--subset_tokens`` yet)."""
-    value = config.quality.subset_weights
-    if not value:
+def flag_weights(plan: QualityPlan, *, flag_value: str) -> Weights:
+    """``--subset_weights`` (``flag_value``, as given) as the run parses it: the plan's weights
+    (none for ``--subset_tokens`` yet)."""
+    if plan.mixture in ("", TOKENS):
         return Weights(weights={}, how="")
-    name = "the Pile paper's" if value == mixture_weights.PILE_V1_NAME else "given"
-    return Weights(weights=mixture_weights.parse_weights(value),
-                   how=f"--subset_weights={value} ({name} epochs per subset)")
+    name = "the Pile paper's" if plan.mixture == mixture_weights.PILE_V1_NAME else "given"
+    return Weights(weights=plan.weights,
+                   how=f"--subset_weights={flag_value} ({name} epochs per subset)")
 
 
-def budget_weights(config: PipelineConfig, *, tokens: dict[str, float],
-                   exact: bool) -> Weights:
+def budget_weights(plan: QualityPlan, *, tokens: dict[str, float], exact: bool) -> Weights:
     """``--subset_tokens``: weight = budget / the subset's estimated tokens (kept documents).
     ``exact``: every file was read to its end, so a budget naming a subset the input lacks is
     the run's own error; otherwise such a subset is only missing from the sample, and noted."""
-    budgets = mixture_weights.parse_budgets(config.quality.subset_tokens)
+    budgets = plan.budgets
     unseen = sorted(name for name in budgets if not tokens.get(name))
     if exact or not unseen:
         weights = mixture.weights_from_budgets(budgets, tokens)  # ConfigError as the run's
@@ -62,13 +62,6 @@ def budget_weights(config: PipelineConfig, *, tokens: dict[str, float],
     return Weights(weights=weights, how=how)
 
 
-def prepass_runs(config: PipelineConfig) -> bool:
-    """Whether the run starts with the quality pre-pass (``pipeline.quality.prepare``)."""
-    options = config.quality
-    return options.dedup != "off" or bool(options.exclude_docs_from) or bool(
-        options.subset_tokens) or bool(options.decontaminate)
-
-
 @dataclasses.dataclass(frozen=True)
 class PrepassCost:
     core_hours: float
@@ -76,22 +69,24 @@ class PrepassCost:
     how: str
 
 
-def prepass_cost(samples: list[FileSample], *, config: PipelineConfig, file_texts: list[float],
-                 cores: int, tokenize_mb_per_cpu_second: float | None) -> PrepassCost | None:
+def prepass_cost(samples: list[FileSample], *, config: PipelineConfig, plan: QualityPlan,
+                 file_texts: list[float], cores: int,
+                 tokenize_mb_per_cpu_second: float | None) -> PrepassCost | None:
     """The pre-pass's CPU and wall time over files of ``file_texts`` text bytes on ``cores``
-    cores, at the samples' measured CPU seconds per text byte of reading and hashing (and of
-    tokenizing with a budget: measured with the model, else ``tokenize_mb_per_cpu_second``)."""
-    if not prepass_runs(config):
+    cores, at the samples' measured CPU seconds per text byte of reading and of the stages the
+    plan runs (and of tokenizing with a budget: measured with the model, else
+    ``tokenize_mb_per_cpu_second``); None when the plan has no pre-pass."""
+    if not plan.prepass_runs:
         return None
     text = sum(s.text_bytes for s in samples) or 1
     per_byte = {"read": sum(s.read_cpu for s in samples) / text}
-    if config.quality.dedup != "off" or config.quality.exclude_docs_from:
+    if plan.groups_by_hash:
         per_byte["hash"] = sum(s.hash_cpu for s in samples) / text
-    if config.quality.dedup == "near":
+    if plan.near is not None:
         per_byte["sign"] = sum(s.minhash_cpu for s in samples) / text
-    if config.quality.decontaminate:
+    if plan.decontaminate is not None:
         per_byte["scan"] = sum(s.scan_cpu for s in samples) / text
-    if config.quality.subset_tokens:
+    if plan.counts_tokens:
         per_byte["tokenize"] = (sum(s.encode_cpu for s in samples) / text
                                 if config.tokenizer_model or not tokenize_mb_per_cpu_second
                                 else 1 / (tokenize_mb_per_cpu_second * 1e6))

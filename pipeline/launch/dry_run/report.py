@@ -43,16 +43,15 @@ def _duplicates_how(est) -> str:
             "here the run drops too")
 
 
-def dedup_lines(est, *, config: PipelineConfig) -> list[str]:
-    """--dedup: exact, then near duplicates, and how they were found."""
-    if config.quality.dedup == "off":
+def dedup_lines(est) -> list[str]:
+    """--dedup: exact, then near duplicates, and how they were found (``est.plan``'s)."""
+    if not est.plan.exact_dedup:
         return []
-    options = config.quality
     share = est.duplicates / max(1, est.documents)
-    lines = [f"--dedup={options.dedup}: exact duplicates drop ~ {est.duplicates:,.0f} "
+    lines = [f"--dedup={est.plan.dedup}: exact duplicates drop ~ {est.duplicates:,.0f} "
              f"documents ({share:.1%} of those read; pipeline.quality.doc_hash, lowest (file, "
              f"line) kept); {_duplicates_how(est)}"]
-    near = est.drops.near
+    near, options = est.drops.near, est.plan.near
     if near is not None:
         count = est.dropped.get(NEAR_DUPLICATE, 0.0)
         sizes = ", ".join(f"{n:,} of {size}" for size, n in near.cluster_sizes.items())
@@ -60,27 +59,27 @@ def dedup_lines(est, *, config: PipelineConfig) -> list[str]:
             f"--dedup=near: near duplicates drop ~ {count:,.0f} more documents "
             f"({count / max(1, est.documents):.1%} of those read): within the sample, "
             f"{near.documents:,} exact survivors signed (MinHash, --minhash_perm="
-            f"{options.minhash_perm}, --shingle_words={options.shingle_words}), "
+            f"{options.perm}, --shingle_words={options.shingle_words}), "
             f"{near.candidate_pairs:,} candidate pairs from --minhash_bands="
-            f"{options.minhash_bands}, {near.verified_pairs:,} verified at Jaccard >= "
-            f"{options.near_dup_threshold:g}, clusters {sizes or 'none'}; "
+            f"{options.bands}, {near.verified_pairs:,} verified at Jaccard >= "
+            f"{options.threshold:g}, clusters {sizes or 'none'}; "
             f"{_duplicates_how(est)}")
     return lines
 
 
-def decontamination_lines(est, *, config: PipelineConfig) -> list[str]:
+def decontamination_lines(est) -> list[str]:
     """--decontaminate: documents dropped (and redacted), per evaluation set."""
     found = est.drops.contamination
     if found is None:
         return []
-    options = config.quality
+    options = est.plan.decontaminate
     count = est.dropped.get(DECONTAMINATED, 0.0)
     per_set = ", ".join(f"{name} {n:,}" for name, n in found.per_set.items())
-    line = (f"--decontaminate ({options.decontaminate_mode}, "
-            f"{options.decontaminate_ngram}-grams): ~ {count:,.0f} documents drop "
+    line = (f"--decontaminate ({options.mode}, "
+            f"{options.n}-grams): ~ {count:,.0f} documents drop "
             f"({count / max(1, est.documents):.1%} of those read); sampled documents holding "
             f"n-grams of each evaluation set: {per_set}")
-    if options.decontaminate_mode == "redact":
+    if est.plan.redacts:
         redacted = found.redacted / max(1, est.sampled_documents) * est.documents
         line += (f"; ~ {redacted:,.0f} more are redacted and kept ({found.spans:,} spans, "
                  f"{found.characters:,} characters cut in the sample; the text and token "
@@ -92,10 +91,10 @@ def decontamination_lines(est, *, config: PipelineConfig) -> list[str]:
     return [f"{line}; {how}"]
 
 
-def quality_lines(est, *, config: PipelineConfig) -> list[str]:
+def quality_lines(est) -> list[str]:
     """Dedup, contamination and mixture: what each changes, and how it was estimated."""
-    lines = [*decontamination_lines(est, config=config), *dedup_lines(est, config=config)]
-    if config.quality.exclude_docs_from:
+    lines = [*decontamination_lines(est), *dedup_lines(est)]
+    if est.plan.exclude_docs_from:
         lines.append("--exclude_docs_from: what it removes is NOT estimated (none assumed), "
                      "nor the time to read its sources; the pre-pass's time over the input is")
     if est.weights.how:
@@ -112,7 +111,7 @@ def quality_lines(est, *, config: PipelineConfig) -> list[str]:
     return lines
 
 
-def compute_lines(est, *, config: PipelineConfig, cluster) -> list[str]:
+def compute_lines(est, *, cluster) -> list[str]:
     """Backend, core-hours (and the rate's source), pre-pass, wall time."""
     rate = est.rate
     lines = [
@@ -123,11 +122,11 @@ def compute_lines(est, *, config: PipelineConfig, cluster) -> list[str]:
             "tokenized, and not in this figure" if est.weights.how else "")),
     ]
     if est.prepass is not None:
-        options = config.quality
+        plan = est.plan
         work = ", ".join(name for name, used in (
-            ("read", True), ("hash", options.dedup != "off" or options.exclude_docs_from),
-            ("sign", options.dedup == "near"), ("scan n-grams", options.decontaminate),
-            ("tokenize", options.subset_tokens)) if used)
+            ("read", True), ("hash", plan.groups_by_hash), ("sign", plan.near is not None),
+            ("scan n-grams", plan.decontaminate is not None),
+            ("tokenize", plan.counts_tokens)) if used)
         lines.append(f"quality pre-pass ({work} every input once more, before the run) ~ "
                      f"{est.prepass.core_hours:,.3g} core-hours, wall ~ "
                      f"{_duration(est.prepass.wall_hours)}: {est.prepass.how}")
@@ -161,14 +160,14 @@ def report(est, *, split: str, config: PipelineConfig, cluster) -> list[str]:
          f"({est.complete_files} to their end); wrote nothing"),
         (f"text ~ {_size(text)} ({text / max(1, est.input_bytes):.2f} bytes of text per "
          f"input byte), ~ {est.documents:,.0f} documents in ~ {est.chunks:,.0f} chunk(s)"),
-        *quality_lines(est, config=config),
+        *quality_lines(est),
         (f"tokens ~ {est.tokens:,.0f}" + (f" written, of ~ {est.tokens_read:,.0f} read" if
                                           changed else "") + f" ({tokens_how})"),
         (f"records ~ {est.records:,.0f} of {config.seq_len + 1} tokens "
          f"({est.frame_bytes:,} bytes each) in ~ {est.shards:,} shard(s) of --shard_bytes="
          f"{config.shard_bytes:,}: output ~ {_size(est.output_bytes)}, and as much again "
          "in transient parts (.parts/) while it runs"),
-        *compute_lines(est, config=config, cluster=cluster),
+        *compute_lines(est, cluster=cluster),
         (f"what is estimated: text, documents, tokens, records, shards and bytes are "
          f"{_exactness(est)}; times are estimates from measured rates, start-up not included"),
     ]

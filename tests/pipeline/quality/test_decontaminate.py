@@ -17,6 +17,7 @@ from pipeline.dataset import reader
 from pipeline.quality import eval_sets
 from pipeline.quality.decision_files import Decisions, read_totals
 from pipeline.quality.decontaminate import DecontaminateOptions
+from pipeline.quality.plan import QualityPlan
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs
 from schemas import manifest
@@ -129,8 +130,8 @@ def test_scan_alone_groups_nothing_by_hash(corpus, tmp_path):
     directory = tmp_path / "quality"
     p = beam.Pipeline(options=PipelineOptions(["--runner=DirectRunner"]))
     _ = (p | beam.Create(inputs)
-         | FindDrops(config=ReadConfig(chunk_bytes=20000), paths=tuple(f.path for f in inputs),
-                     directory=str(directory), dedup=False, decontaminate=options))
+         | FindDrops(plan=QualityPlan(decontaminate=options), config=ReadConfig(chunk_bytes=20000),
+                     paths=tuple(f.path for f in inputs), directory=str(directory)))
     names = [t.unique_name for t in p.to_runner_api().components.transforms.values()]
     assert not [name for name in names if "GroupByHash" in name]
     assert [name for name in names if name.endswith("/GroupByInputFile")]

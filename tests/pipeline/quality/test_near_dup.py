@@ -19,6 +19,7 @@ from pipeline.config import ReadConfig
 from pipeline.quality import near_dup
 from pipeline.quality.decision_files import Decisions
 from pipeline.quality.near_dup import NearDupOptions
+from pipeline.quality.plan import QualityPlan
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs
 
@@ -39,9 +40,9 @@ def prepass(root: pathlib.Path, directory: pathlib.Path, *, runner, chunk_bytes=
     inputs = expand_inputs(str(root / "in"))
     with beam.Pipeline(options=PipelineOptions(runner)) as p:
         (p | beam.Create(inputs)
-         | FindDrops(config=ReadConfig(chunk_bytes=chunk_bytes),
-                     paths=tuple(f.path for f in inputs), directory=str(directory),
-                     dedup=True, near=options))
+         | FindDrops(plan=QualityPlan(exact_dedup=True, near=options),
+                     config=ReadConfig(chunk_bytes=chunk_bytes),
+                     paths=tuple(f.path for f in inputs), directory=str(directory)))
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 

@@ -26,6 +26,7 @@ from pipeline.config import ReadConfig
 from pipeline.dataset import roundtrip, verify
 from pipeline.quality import doc_hash, exclusion, mixture
 from pipeline.quality.decision_files import Decisions
+from pipeline.quality.plan import QualityPlan
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs
 from schemas.records import iter_tfrecord_frames
@@ -217,9 +218,10 @@ def prepass_files(corpus, directory: pathlib.Path, *, fanout: bool, runner) -> d
                                 output=str(directory))
     with beam.Pipeline(options=PipelineOptions(runner)) as p:
         (p | beam.Create(inputs)
-         | FindDrops(config=ReadConfig(chunk_bytes=1024, exclude_subsets=("B",)),
-                     paths=tuple(f.path for f in inputs), directory=str(directory), dedup=True,
-                     fanout=fanout, raw_files=sources.raw_files, model_path=corpus["model"]))
+         | FindDrops(plan=QualityPlan(exact_dedup=True, exclusion=sources),
+                     config=ReadConfig(chunk_bytes=1024, exclude_subsets=("B",)),
+                     paths=tuple(f.path for f in inputs), directory=str(directory),
+                     fanout=fanout, model_path=corpus["model"]))
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 

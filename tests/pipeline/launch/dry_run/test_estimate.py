@@ -15,6 +15,7 @@ from pipeline.launch.dry_run import estimate as dry_run
 from pipeline.launch.dry_run import rates as dry_run_rates
 from pipeline.launch.dry_run import report as dry_run_report
 from pipeline.launch.dry_run import sample as dry_run_sample
+from pipeline.quality.plan import plan_quality
 from pipeline.read.inputs import expand_inputs
 from schemas import manifest
 from tests.pipeline.conftest import TINY_ARGS, tiny_text
@@ -134,7 +135,8 @@ def test_a_file_longer_than_the_sample_is_extrapolated(tmp_path):
     assert not sample.complete and sample.text_bytes < true_text / 5
     config = PipelineConfig(input=path, seq_len=64)
     rate = dry_run_rates.load_rate("gigatoken")
-    est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
+    est = dry_run.estimate([sample], inputs=[file], config=config,
+                           plan=plan_quality(config, inputs=[file]), vocab_size=8192,
                            cluster=CLUSTER, tokenized=False, backend=GIGATOKEN, rate=rate)
     assert est.text_bytes == pytest.approx(true_text, rel=0.1)
     assert est.documents == pytest.approx(len(docs), rel=0.1)
@@ -143,10 +145,11 @@ def test_a_file_longer_than_the_sample_is_extrapolated(tmp_path):
     assert est.bytes_per_token == {}  # assumed, not measured
     assert est.core_hours == pytest.approx(est.text_bytes / 1e6 / 3600
                                            / rate.text_mb_per_cpu_second)
+    weighted_config = PipelineConfig(input=path, seq_len=64,
+                                     quality=QualityConfig(subset_weights='{"A": 3, "B": 0.5}'))
     weighted = dry_run.estimate(
         [sample], inputs=[file], cluster=CLUSTER, tokenized=False, backend=GIGATOKEN, rate=rate,
-        config=PipelineConfig(input=path, seq_len=64,
-                              quality=QualityConfig(subset_weights='{"A": 3, "B": 0.5}')),
+        config=weighted_config, plan=plan_quality(weighted_config, inputs=[file]),
         vocab_size=8192)
     # Expected copies: A and B hold about half the tokens each.
     assert weighted.tokens == pytest.approx(est.tokens * (3 + 0.5) / 2, rel=0.05)
@@ -166,7 +169,8 @@ def test_planted_duplicates_in_a_longer_file_are_extrapolated(tmp_path):
     sample = dry_run_sample.sample_file(file, config=ReadConfig(), text_bytes=true_text // 8)
     assert not sample.complete
     config = PipelineConfig(input=path, seq_len=64, quality=QualityConfig(dedup="exact"))
-    est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
+    plan = plan_quality(config, inputs=[file])
+    est = dry_run.estimate([sample], inputs=[file], config=config, plan=plan, vocab_size=8192,
                            cluster=CLUSTER, tokenized=False, backend=GIGATOKEN,
                            rate=dry_run_rates.load_rate("gigatoken"))
     assert est.duplicates == pytest.approx(198, rel=0.15)
@@ -295,14 +299,15 @@ def _near_file(path, *, copies_far: bool):
 def _near_estimate(path, *, text_bytes: int | None):
     (file,) = expand_inputs(str(path))
     config = PipelineConfig(input=str(path), seq_len=64, quality=QualityConfig(dedup="near"))
-    checks = dry_run.sample_checks(config, [file])
+    plan = plan_quality(config, inputs=[file])
+    checks = dry_run.sample_checks(plan)
     kwargs = {} if text_bytes is None else {"text_bytes": text_bytes}
     sample = dry_run_sample.sample_file(file, config=ReadConfig(), checks=checks, **kwargs)
     assert sample.complete == (text_bytes is None)
-    est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
+    est = dry_run.estimate([sample], inputs=[file], config=config, plan=plan, vocab_size=8192,
                            cluster=CLUSTER, tokenized=False, backend=GIGATOKEN,
                            rate=dry_run_rates.load_rate("gigatoken"))
-    return est, dry_run_report.dedup_lines(est, config=config)
+    return est, dry_run_report.dedup_lines(est)
 
 
 def test_near_duplicates_in_a_longer_file_are_extrapolated_and_a_lower_bound(tmp_path):
@@ -336,15 +341,16 @@ def test_contamination_in_a_longer_file_is_extrapolated(tmp_path, mode):
     (file,) = expand_inputs(path)
     config = PipelineConfig(input=path, seq_len=64, quality=QualityConfig(
         decontaminate=(str(evals),), decontaminate_mode=mode))
-    checks = dry_run.sample_checks(config, [file])
+    plan = plan_quality(config, inputs=[file])
+    checks = dry_run.sample_checks(plan)
     text = sum(len(t.encode()) for t in corpus.documents)
     sample = dry_run_sample.sample_file(file, config=ReadConfig(), checks=checks,
                                         text_bytes=text // 4)
     assert not sample.complete and sample.scan_cpu > 0
-    est = dry_run.estimate([sample], inputs=[file], config=config, vocab_size=8192,
+    est = dry_run.estimate([sample], inputs=[file], config=config, plan=plan, vocab_size=8192,
                            cluster=CLUSTER, tokenized=False, backend=GIGATOKEN,
                            rate=dry_run_rates.load_rate("gigatoken"))
-    (line,) = dry_run_report.decontamination_lines(est, config=config)
+    (line,) = dry_run_report.decontamination_lines(est)
     assert "ESTIMATE from the sample, document by document" in line
     found = est.drops.contamination
     assert found.per_set[str(evals)] == pytest.approx(10, abs=3)  # in the sampled quarter
