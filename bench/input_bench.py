@@ -4,8 +4,8 @@
         [--segment_ids] [--s3]
 
 Reads, parses and batches shards exactly as training does, in ``--order=files``
-(``trainer.data.make_dataset``: interleaved reads of each rank's shards, windowed shuffle,
-batch, parse) and in ``--order=global`` (``trainer.global_order``: ranged reads of a seeded
+(``trainer.input.files.make_dataset``: interleaved reads of each rank's shards, windowed shuffle,
+batch, parse) and in ``--order=global`` (``trainer.input.global_order``: ranged reads of a seeded
 permutation of all records), shuffled and not, on 1 thread and on all cores, and reports
 tokens/s per core (target: >= 20 M) and global/files. The two orders are measured interleaved
 (files, global, files, global, ...: ``--rounds`` each) and the median is kept. Without
@@ -15,7 +15,7 @@ reads too). The first pass (up to ``--seconds``) warms the page cache and the au
 local figures are for shards in the page cache. ``--s3`` also copies the dataset to a moto S3
 server on 127.0.0.1 (``python -m moto.server``, a subprocess sharing the cores) and reads it
 through s3fs. ``--order_block`` and ``--order_window`` are the global order's
-(``trainer.window_order``; 0: the trainer's default for the dataset, which the report names).
+(``trainer.input.window_order``; 0: the trainer's default for the dataset, which the report names).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from common.flags import ArgumentParser, add_flags, flag, from_args
 from datagen.datasets import EOS, write_dataset
 from schemas import manifest
 from trainer.config import TrainConfig
-from trainer.data import make_dataset, plan_input
-from trainer.global_order import make_global_dataset, plan_global
-from trainer.train_input import resolve_order
+from trainer.input.files import make_dataset, plan_input
+from trainer.input.global_order import make_global_dataset, plan_global
+from trainer.input.train_input import resolve_order
 
 ORDERS = ("files", "global")
 

@@ -190,7 +190,7 @@ def import_quietly(name: str):
 
 # Commands that import TensorFlow at start-up (python -m <module>).
 TENSORFLOW_COMMANDS = ("trainer.train", "trainer.evaluate", "trainer.generate", "trainer.export",
-                       "trainer.sagemaker_entry", "trainer.profile_report")
+                       "trainer.sagemaker.entry", "trainer.profile_report")
 
 
 def quiet_tensorflow_in_commands(package: str) -> None:

@@ -2,12 +2,12 @@
 
 Entry points: ``python -m trainer.train``, ``trainer.evaluate``, ``trainer.generate``,
 ``trainer.export``, ``trainer.profile_report``, ``trainer.memory`` and ``trainer.sagemaker``.
-The pieces, one file per concern: ``model/`` (the GPT), ``train_input`` (which order, from
-which record), ``global_order`` and ``record_source`` (one order for any number of ranks, by
-ranged reads), ``data`` (``--order=files``: tf.data of each rank's shards; evaluation),
-``distribute/`` (rank, world size, chief, all-reduce), ``loop`` (the custom training loop),
-``checkpoint``, ``optim``, ``loss``, ``compat`` (manifest <-> model checks), ``memory`` (what
-fits on one GPU), ``observe/`` (TensorBoard, the profiler), ``export/`` (the servable model).
+The pieces, one file per concern: ``model/`` (the GPT), ``input/`` (which order, from which
+record: one order for any number of ranks by ranged reads, or ``--order=files``'s tf.data of
+each rank's shards; evaluation), ``distribute/`` (rank, world size, chief, all-reduce),
+``loop`` (the custom training loop), ``checkpoint``, ``optim``, ``loss``, ``compat`` (manifest
+<-> model checks), ``memory`` (what fits on one GPU), ``observe/`` (TensorBoard, the profiler),
+``export/`` (the servable model), ``sagemaker/`` (SageMaker jobs: launching, and inside one).
 """
 
 from common.cli import quiet_tensorflow_in_commands

@@ -13,9 +13,11 @@ import dataclasses
 from common.flags import flag, require
 from trainer.distribute.resolve import BACKENDS, SAGEMAKER_PORT
 from trainer.model.config import PRESETS, GPTConfig
-from trainer.window_order import BLOCK, SHUFFLED_BLOCK, SHUFFLED_WINDOW, WINDOW
 
 ORDERS = ("global", "files")  # --order; global is the default
+# --order_block and --order_window when left at 0, by how the split was written
+BLOCK, WINDOW = 32, 64  # input order: a batch mixes 64 random places of the split
+SHUFFLED_BLOCK, SHUFFLED_WINDOW = 64, 1  # --shuffle=global: a block is a random sample already
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,8 +20,8 @@ from common.flags import ArgumentParser, add_flags, flag, from_args
 from schemas import manifest
 from trainer import checkpoint, compat, run_record
 from trainer.config import DistributionOptions
-from trainer.data import make_dataset, plan_for_context, steps_per_epoch
 from trainer.distribute import Backend, backend_from_env
+from trainer.input.files import make_dataset, plan_for_context, steps_per_epoch
 from trainer.model import build_model
 from trainer.step import make_eval_step
 

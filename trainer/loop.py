@@ -17,17 +17,11 @@ from trainer import checkpoint, compat, run_record
 from trainer.config import TrainConfig
 from trainer.distribute.base import Backend
 from trainer.evaluate import Evaluator
+from trainer.input.train_input import log_order_reads, settle_order, train_input
 from trainer.model import GPTConfig, build_model, param_count
 from trainer.observe.telemetry import Telemetry
 from trainer.optim import build_optimizer
 from trainer.step import make_batch_train_step
-from trainer.train_input import (
-    log_order_reads,
-    log_resume,
-    recorded_order,
-    resolve_order,
-    train_input,
-)
 
 log = logging.getLogger(__name__)
 
@@ -197,43 +191,34 @@ class _Run:
         )
 
     def _record_run(self, saved: run_record.RunRecord | None) -> None:
-        """Say how a resumed run continues the data order; the chief writes ``run.json`` for a
-        new run, and rewrites its data order when a resumed run changed it."""
+        """Settle the data order (``settle_order``: a resumed run says how it continues); the
+        chief writes ``run.json`` for a new run, and rewrites its data section when a resumed
+        run changed the order."""
         backend = self.backend
-        # --order_block, --order_window: 0 is the resumed run's, else the split's default
-        self.cfg = cfg = resolve_order(cfg=self.cfg, train_data=self.train_data,
-                                       saved=saved.data if saved else None)
-        data_split = {
-            "train_manifest": self.train_data.manifest_path,
-            "num_pipelines": backend.world_size,
-            "global_batch_size": cfg.global_batch_size,
-            "order": cfg.order,
-            "order_block": cfg.order_block,
-            "order_window": cfg.order_window,
-        }
-        previous = None
-        if saved is not None:
-            # run.json written before --order, --order_block or --order_window existed
-            previous = {"order": "files", "order_block": 1, "order_window": 1, **saved.data}
-            log_resume(saved=previous, now=data_split,
-                       examples_seen=int(self.examples_seen.numpy()))
+        self.cfg, data = settle_order(
+            cfg=self.cfg,
+            train_data=self.train_data,
+            saved=saved.data if saved else None,
+            num_pipelines=backend.world_size,
+            examples_seen=int(self.examples_seen.numpy()),
+        )
         if backend.is_chief:
-            log_order_reads(cfg=cfg, train_data=self.train_data, pipelines=backend.world_size)
+            log_order_reads(cfg=self.cfg, train_data=self.train_data,
+                            pipelines=backend.world_size)
             parameters = f"{param_count(self.model_config):,}"
             log.info("%s; model: %s parameters", backend.describe(), parameters)
             if saved is None:
                 record = run_record.RunRecord(
                     model=self.model_config,
-                    train=cfg,
-                    data=data_split,
+                    train=self.cfg,
+                    data=data,
                     tokenizer=compat.tokenizer_identity(self.train_data),
                 )
                 run_record.write(record, model_dir=self.model_dir)
-            elif (changed := recorded_order(saved=previous, now=data_split)) is not None:
-                # the checkpoints from here on are positions in this order: a resume with the
-                # flags at 0 must continue it, not the order of the run that wrote run.json
-                run_record.write(dataclasses.replace(saved, data=changed),
-                                 model_dir=self.model_dir)
+            elif data != saved.data:
+                # its checkpoints from here on are positions in this order: a later resume
+                # must continue it, not the order of the run that wrote run.json
+                run_record.write(dataclasses.replace(saved, data=data), model_dir=self.model_dir)
 
     def _prepare_steps(self, *, eval_data: Dataset | None, map_input) -> None:
         """The input iterator (resuming after the batches already trained on), the train step

@@ -1,7 +1,8 @@
 """``model_dir/run.json``: the model's config and the data it was trained on, written by the chief.
 
 A resumed run and ``trainer.evaluate`` rebuild the exact model from it and refuse data from
-another tokenizer.
+another tokenizer. ``read`` brings a file of an older version up to date (``_upgrade``), so no
+other module knows what older trainers wrote.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from trainer.model.config import GPTConfig
 
 RUN_FILE = "run.json"
 FORMAT = "pilepack.run"
-VERSION = 1
+VERSION = 2  # 2: the data section records --seed
 
 
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
     """Attributes: model, train: the configs; tokenizer: ``compat.tokenizer_identity``;
     data: how the data was split (train manifest, input pipelines, global batch) and its
-    order, rewritten by a resumed run that changes the order (``train_input.recorded_order``);
-    the rest is the first run's."""
+    order and seed, rewritten by a resumed run that changes them
+    (``trainer.input.train_input.settle_order``); the rest is the first run's."""
 
     model: GPTConfig
     train: TrainConfig
@@ -64,15 +65,28 @@ def read(model_dir: str) -> RunRecord | None:
             raise InputError(
                 f"{path}: not valid JSON ({err}); restore it or use a new --model_dir"
             ) from err
-    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
+    if doc.get("format") != FORMAT or doc.get("version") not in (1, VERSION):
         raise InputError(
             f"{path}: format {doc.get('format')!r} version {doc.get('version')!r} is not "
-            f"{FORMAT} version {VERSION}; use the trainer that wrote it or a new --model_dir"
+            f"{FORMAT} version {VERSION} (or 1); use the trainer that wrote it or a new "
+            "--model_dir"
         )
+    if doc["version"] == 1:
+        doc = _upgrade(doc)
     return RunRecord(
         model=GPTConfig.from_dict(doc["model"]),
-        # runs recorded before --order existed read their shards per rank
-        train=TrainConfig(**{"order": "files", **doc["train"]}),
+        train=TrainConfig(**doc["train"]),
         tokenizer=doc["tokenizer"],
         data=doc["data"],
     )
+
+
+def _upgrade(doc: dict) -> dict:
+    """A version-1 record as version 2 says it. Version 1 may predate ``--order`` (the run
+    read its shards per rank), ``--order_block`` and ``--order_window`` (blocks of one record,
+    moved whole); its data section never held the seed: the first run's, from its train
+    section, which is what every resume of it used unless given another ``--seed``."""
+    train = TrainConfig(**{"order": "files", **doc["train"]})
+    data = {"order": "files", "order_block": 1, "order_window": 1, "seed": train.seed,
+            **doc["data"]}
+    return {**doc, "version": VERSION, "train": train.to_dict(), "data": data}

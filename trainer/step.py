@@ -63,18 +63,6 @@ def make_batch_train_step(
     return train_step
 
 
-def make_train_step(**kwargs):
-    """``make_batch_train_step`` (same arguments) taking the batch from an iterator in the
-    step: a ``tf.function(iterator) -> {loss, grad_norm, tokens, local_tokens}``."""
-    step_on_batch = make_batch_train_step(**kwargs)
-
-    @tf.function
-    def train_step(iterator):
-        return step_on_batch(*next(iterator))
-
-    return train_step
-
-
 def make_eval_step(*, model: keras.Model, backend: Backend, pad_id: int, xla: bool = False):
     """A ``tf.function(iterator) -> [loss_sum, tokens]`` summed over all replicas."""
 

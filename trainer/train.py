@@ -4,10 +4,11 @@
         --eval_manifest=out/val/manifest.json --model_dir=runs/tiny --preset=tiny \
         --steps=200 --global_batch_size=16 [--backend=auto|single|mirrored|multiworker|horovod]
 
-Flags are generated from ``TrainFlags`` (``trainer.config``); ``trainer.loop.train`` does the
-rest. Rerunning the same command resumes from the newest checkpoint in ``--model_dir``.
+Flags are generated from ``TrainFlags`` (here: the paths and ``trainer.config``'s option
+groups); ``trainer.loop.train`` does the rest. Rerunning the same command resumes from the
+newest checkpoint in ``--model_dir``.
 
-Inside a SageMaker training job, SageMaker's conventions (``trainer.sagemaker_env``) supply the
+Inside a SageMaker training job, SageMaker's conventions (``trainer.sagemaker.env``) supply the
 defaults of ``--train_manifest`` / ``--eval_manifest`` (the ``train`` and ``eval`` channels),
 ``--model_dir`` (``/opt/ml/checkpoints``), ``--export_dir`` (``SM_MODEL_DIR``) and the cluster
 (``SM_HOSTS`` / ``SM_CURRENT_HOST``); flags given on the command line win.
@@ -28,9 +29,10 @@ import tensorflow as tf
 from common import cli, storage
 from common.flags import ArgumentParser, add_flags, flag, from_args
 from schemas import manifest
-from trainer import checkpoint, loop, sagemaker_env
+from trainer import checkpoint, loop
 from trainer.config import DistributionOptions, ModelOptions, TrainConfig
 from trainer.distribute import backend_from_env
+from trainer.sagemaker import env as sagemaker_env
 
 
 @dataclasses.dataclass(frozen=True)

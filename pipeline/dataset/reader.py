@@ -2,7 +2,7 @@
 
 The reader side of ``pipeline/write/pack.py`` for tools (``pipeline.roundtrip``,
 ``pipeline.verify --deep``, benchmarks); the trainer has its own ``tf.data`` reader
-(``trainer/data.py``).
+(``trainer/input/files.py``).
 Records are parsed by TensorFlow from the manifest's record spec (imported lazily).
 """
 

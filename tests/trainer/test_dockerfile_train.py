@@ -49,7 +49,7 @@ def test_every_package_comes_at_the_locked_version():
 
 def test_it_runs_as_a_sagemaker_training_container_and_as_a_plain_one():
     text = " ".join(instructions())
-    assert "/usr/local/bin/train" in text and "python3 -m trainer.sagemaker_entry" in text
+    assert "/usr/local/bin/train" in text and "python3 -m trainer.sagemaker.entry" in text
     assert 'CMD ["python3", "-m", "trainer.train", "--help"]' in text
     for package in ("common", "schemas", "trainer"):
         assert f"COPY {package} {package}" in text

@@ -9,7 +9,7 @@ from schemas.records import TOKENS
 from trainer.distribute.tf_strategy import StrategyBackend
 from trainer.loss import masked_loss_sum
 from trainer.model import GPTConfig, build_model
-from trainer.step import make_eval_step, make_train_step
+from trainer.step import make_batch_train_step, make_eval_step
 
 PAD = 0
 TOKENS_IN = np.array([[5, 6, 7, 8], [9, 3, 4, 0]], "int32")  # (B, T)
@@ -58,10 +58,11 @@ def test_train_step_applies_the_clipped_gradient_of_the_global_mean_loss(clip_no
     before = [v.numpy() for v in model.trainable_variables]
     with backend.scope():
         optimizer = keras.optimizers.SGD(learning_rate=1.0)  # w -= g: the update is the gradient
-    step = make_train_step(
+    step = make_batch_train_step(
         model=model, optimizer=optimizer, backend=backend, clip_norm=clip_norm, pad_id=PAD
     )
-    stats = {k: float(v) for k, v in step(batches(backend)).items()}
+    # as the loop calls it: the batch fetched from the distributed iterator, then the step
+    stats = {k: float(v) for k, v in step(*next(batches(backend))).items()}
     # Twin replicas each divide by the global token count (12) and their gradients are summed:
     # the same update, loss and norm as one replica with the batch.
     assert stats["loss"] == pytest.approx(loss, rel=1e-5)

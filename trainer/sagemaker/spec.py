@@ -17,18 +17,18 @@ from collections.abc import Sequence
 
 from common.errors import ConfigError
 from common.flags import flag, require
-from trainer import sagemaker_env
+from trainer.sagemaker import env as sagemaker_env
 
 DISTRIBUTIONS = ("multiworker", "mpi")
 BACKEND = {"multiworker": "multiworker", "mpi": "horovod"}  # --distribution -> --backend
 ENTRY_SCRIPT = "pilepack_entry.py"
 # What the submit path uploads as the job's source code: the trainer itself is in the image.
-ENTRY_SCRIPT_TEXT = '''"""Written by python -m trainer.sagemaker: runs trainer.sagemaker_entry."""
+ENTRY_SCRIPT_TEXT = '''"""Written by python -m trainer.sagemaker: runs trainer.sagemaker.entry."""
 import sys
 
-from trainer import sagemaker_entry
+from trainer.sagemaker import entry
 
-sys.exit(sagemaker_entry.main(sys.argv[1:]))
+sys.exit(entry.main(sys.argv[1:]))
 '''
 # trainer.train flags that the job sets itself (SageMaker's conventions, or --distribution).
 OWNED_FLAGS = {"backend": "--distribution"}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from trainer.sagemaker_env import (
+from trainer.sagemaker.env import (
     SageMakerEnv,
     detect,
     hyperparameters_from_args,

@@ -2,8 +2,8 @@
 
 import json
 
-from trainer import sagemaker_entry
-from trainer.sagemaker_entry import train_argv
+from trainer.sagemaker import entry
+from trainer.sagemaker.entry import train_argv
 
 
 def test_arguments_from_sagemakers_drivers():
@@ -26,5 +26,5 @@ def test_without_arguments_the_jobs_hyperparameters_file(tmp_path):
 
 
 def test_arguments_that_are_not_pairs_exit_2(capsys):
-    assert sagemaker_entry.main(["--steps", "100", "--bf16"]) == 2
+    assert entry.main(["--steps", "100", "--bf16"]) == 2
     assert "--key value pairs" in capsys.readouterr().err

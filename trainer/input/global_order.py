@@ -3,7 +3,7 @@
 The split's ``N`` records, epoch after epoch, form one stream: position ``g`` holds record
 ``perm_e(g mod N)`` of epoch ``e = g // N``, where ``perm_e`` is a seeded bijection of
 ``[0, N)``: blocks of neighbouring records permuted, then the records of each window of blocks
-scattered over its positions (``trainer.window_order``; the identity without shuffling). A
+scattered over its positions (``trainer.input.window_order``; the identity without shuffling). A
 step of global batch ``B`` reads positions ``[g, g + B)``, ``g`` being the records trained on
 before it (``examples_seen``, saved in every checkpoint); input pipeline ``p`` of ``P`` reads
 ``[g + p*B/P, g + (p+1)*B/P)`` and cuts it into its replicas' batches in replica order. So
@@ -15,8 +15,9 @@ pipeline 1: 2, 3); the third reads positions 8-11, records perm_0(8), perm_0(9),
 perm_1(1): a batch may straddle two epochs, and no record is dropped.
 
 Each pipeline reads only its records, by ranged reads at computed offsets
-(``trainer.record_source``), a few steps per call into Python, several calls in flight; from
-an object store, a windowed order fetches whole blocks and keeps them (``trainer.block_cache``).
+(``trainer.input.record_source``), a few steps per call into Python, several calls in flight;
+from an object store, a windowed order fetches whole blocks and keeps them
+(``trainer.input.block_cache``).
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from common.errors import ConfigError
 from schemas.manifest import Dataset
 from schemas.record_frames import decode_frames, frame_layout
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec
-from trainer.block_cache import BlockCache
-from trainer.data import model_inputs, per_replica_batch
-from trainer.record_source import RecordSource
-from trainer.window_order import records_at, window_positions
+from trainer.input.batches import model_inputs, per_replica_batch
+from trainer.input.block_cache import BlockCache
+from trainer.input.record_source import RecordSource
+from trainer.input.window_order import records_at, window_positions
 
 RECORDS_PER_CALL = 256  # at least, per call into Python (a whole number of steps)
 PERMUTE_CHUNK = 8192  # positions permuted per vectorized call
@@ -192,7 +193,7 @@ def make_global_dataset(
         start: records trained on before the first step (``examples_seen`` when resuming).
         shuffle: a permutation per epoch (training) or manifest order.
         block, window: the two-level permutation's blocks of neighbouring records and
-            window of blocks whose records it scatters (``trainer.window_order``).
+            window of blocks whose records it scatters (``trainer.input.window_order``).
         use_segments: also yield segment ids and positions (document-boundary masking).
     """
     read = StepReader(plan=plan, spec=spec, seed=seed, start=start, shuffle=shuffle,

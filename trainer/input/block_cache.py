@@ -1,6 +1,6 @@
 """Whole blocks of records from an object store, each fetched once while its window is read.
 
-Under ``--order=global`` with a window (``trainer.window_order``), the records of ``W`` blocks
+Under ``--order=global`` with a window (``trainer.input.window_order``), the records of ``W`` blocks
 of ``K`` neighbours are scattered over ``W*K`` positions, so the steps of one window ask for a
 few records of every block again and again. Reading them one by one costs a request each; this
 cache fetches a block the first time a call needs any of its records (one ranged request: the
@@ -9,7 +9,7 @@ blocks go in one concurrent ``cat_ranges``) and keeps the blocks used last.
 
 Memory: at most ``capacity`` blocks of ``K`` framed records, plus the blocks of calls still
 being gathered (a call holds on to the blocks it needs until it has copied its rows).
-``trainer.global_order`` sizes it at two windows (``2*W*K`` records), the window being read
+``trainer.input.global_order`` sizes it at two windows (``2*W*K`` records), the window being read
 and the next one, which calls in flight start on.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from trainer.record_source import RecordSource
+from trainer.input.record_source import RecordSource
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ import types
 import pytest
 
 from common.errors import ConfigError
-from trainer import sagemaker, sagemaker_spec
+from trainer.sagemaker import launch, spec
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 LAUNCH = [
     "--image=123456789012.dkr.ecr.us-east-1.amazonaws.com/pilepack-train:2.21.0",
     "--train_data=s3://bucket/pile/train/",
@@ -21,28 +21,28 @@ LAUNCH = [
 
 def test_dry_run_prints_the_specification(capsys):
     train = ["--preset=125m", "--steps=10", "--global_batch_size=64", "--bf16"]
-    assert sagemaker.main([*LAUNCH, "--dry_run", "--", *train]) == 0
-    spec = json.loads(capsys.readouterr().out)
-    options = sagemaker_spec.JobOptions(image=LAUNCH[0].split("=", 1)[1],
-                                        train_data="s3://bucket/pile/train/", instance_count=2)
-    assert spec == sagemaker_spec.job_spec(options, train_flags=train)
+    assert launch.main([*LAUNCH, "--dry_run", "--", *train]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    options = spec.JobOptions(image=LAUNCH[0].split("=", 1)[1],
+                              train_data="s3://bucket/pile/train/", instance_count=2)
+    assert printed == spec.job_spec(options, train_flags=train)
 
 
 def test_trainer_flags_are_checked_before_anything_is_submitted(capsys):
     with pytest.raises(SystemExit) as exited:
-        sagemaker.main([*LAUNCH, "--dry_run", "--", "--stpes=10", "--global_batch_size=8"])
+        launch.main([*LAUNCH, "--dry_run", "--", "--stpes=10", "--global_batch_size=8"])
     assert exited.value.code == 2
     assert "--stpes (did you mean --steps?)" in capsys.readouterr().err
-    assert sagemaker.main([*LAUNCH, "--dry_run", "--", "--steps=0", "--global_batch_size=8"]) == 2
+    assert launch.main([*LAUNCH, "--dry_run", "--", "--steps=0", "--global_batch_size=8"]) == 2
     assert "--steps must be >= 1" in capsys.readouterr().err
-    assert sagemaker.main([*LAUNCH, "--spot", "--dry_run"]) == 2
+    assert launch.main([*LAUNCH, "--spot", "--dry_run"]) == 2
     assert "--spot needs --checkpoint_s3_uri" in capsys.readouterr().err
 
 
 def test_submitting_without_the_sdk_names_the_install(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sagemaker", None)  # not installed
-    monkeypatch.delitem(sys.modules, "trainer.sagemaker_sdk", raising=False)
-    assert sagemaker.main([*LAUNCH, "--", "--steps=10", "--global_batch_size=8"]) == 2
+    monkeypatch.delitem(sys.modules, "trainer.sagemaker.sdk", raising=False)
+    assert launch.main([*LAUNCH, "--", "--steps=10", "--global_batch_size=8"]) == 2
     err = capsys.readouterr().err
     assert "pilepack[sagemaker]" in err and "requirements-sagemaker.lock" in err
 
@@ -57,24 +57,24 @@ def no_aws_configuration(monkeypatch) -> None:
 
 def test_submitting_without_aws_configuration_is_one_line_saying_what_to_set(monkeypatch, capsys):
     no_aws_configuration(monkeypatch)
-    sdk = types.ModuleType("trainer.sagemaker_sdk")  # installed, but never reached
-    monkeypatch.setitem(sys.modules, "trainer.sagemaker_sdk", sdk)
-    assert sagemaker.main([*LAUNCH, "--", "--steps=10", "--global_batch_size=8"]) == 2
+    sdk = types.ModuleType("trainer.sagemaker.sdk")  # installed, but never reached
+    monkeypatch.setitem(sys.modules, "trainer.sagemaker.sdk", sdk)
+    assert launch.main([*LAUNCH, "--", "--steps=10", "--global_batch_size=8"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: submitting a job needs AWS config")
     assert "AWS_DEFAULT_REGION" in err and "AWS_ACCESS_KEY_ID" in err
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     with pytest.raises(ConfigError, match="needs AWS configuration: credentials") as raised:
-        sagemaker.check_aws_configuration()
+        launch.check_aws_configuration()
     assert "region" not in str(raised.value)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example")
-    sagemaker.check_aws_configuration()
+    launch.check_aws_configuration()
 
 
 def test_the_launcher_imports_neither_tensorflow_nor_the_sdk():
     code = (
-        "import sys, trainer.sagemaker, trainer.sagemaker_spec, trainer.sagemaker_env; "
+        "import sys, trainer.sagemaker.launch, trainer.sagemaker.spec, trainer.sagemaker.env; "
         "print(sorted(m for m in ('tensorflow', 'keras', 'sagemaker') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

@@ -8,7 +8,7 @@
 
 Flags after ``--`` are ``trainer.train``'s and travel as the job's hyperparameters; checked
 here when TensorFlow is installed, else by the job when it starts. ``--dry_run`` prints the job
-specification (``trainer.sagemaker_spec``) as JSON and needs neither credentials nor the SDK;
+specification (``trainer.sagemaker.spec``) as JSON and needs neither credentials nor the SDK;
 submitting needs the SageMaker Python SDK v3: ``pip install 'pilepack[sagemaker]'``, or its own
 environment from ``requirements-sagemaker.lock`` (docs/sagemaker.md).
 """
@@ -26,8 +26,9 @@ import tempfile
 from common import cli
 from common.errors import ConfigError
 from common.flags import ArgumentParser, add_flags, flag, from_args
-from trainer import sagemaker_env, sagemaker_spec
-from trainer.sagemaker_spec import JobOptions
+from trainer.sagemaker import env as sagemaker_env
+from trainer.sagemaker import spec as sagemaker_spec
+from trainer.sagemaker.spec import JobOptions
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def check_aws_configuration() -> None:
 def submit(spec: dict, *, wait: bool) -> str:
     """Create the training job with the SageMaker Python SDK; return its name."""
     try:
-        from trainer import sagemaker_sdk
+        from trainer.sagemaker import sdk as sagemaker_sdk
     except ImportError as err:
         raise ConfigError(
             f"submitting a job needs the SageMaker Python SDK v3 ({err}): pip install "

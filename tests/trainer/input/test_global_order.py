@@ -1,4 +1,4 @@
-"""trainer/global_order.py: the same records reach the same step for any number of ranks."""
+"""trainer/input/global_order.py: the same records reach the same step for any number of ranks."""
 
 import concurrent.futures
 import os
@@ -13,10 +13,10 @@ from datagen.datasets import write_dataset
 from schemas import manifest
 from schemas.permutation import Permutation
 from schemas.records import SEGMENT_IDS, TOKENS
-from trainer.block_cache import BlockCache
-from trainer.global_order import make_global_dataset, plan_global
-from trainer.record_source import RecordSource
-from trainer.window_order import expected_amplification, records_at
+from trainer.input.block_cache import BlockCache
+from trainer.input.global_order import make_global_dataset, plan_global
+from trainer.input.record_source import RecordSource
+from trainer.input.window_order import expected_amplification, records_at
 
 SIZES = [10, 7, 12, 9, 3]  # 41 records in uneven shards
 SEQ_LEN = 4

@@ -1,6 +1,6 @@
 """The training image's SageMaker entry point: the job's hyperparameters -> ``trainer.train``.
 
-    python -m trainer.sagemaker_entry --steps 100 --bf16 true ...   # SageMaker's drivers
+    python -m trainer.sagemaker.entry --steps 100 --bf16 true ...   # SageMaker's drivers
     train                                                           # docker run IMAGE train
 
 SageMaker's drivers (what ``python -m trainer.sagemaker`` submits; under ``mpirun`` for the MPI
@@ -17,7 +17,7 @@ import os
 import sys
 
 from common import cli
-from trainer import sagemaker_env
+from trainer.sagemaker import env as sagemaker_env
 
 
 def train_argv(argv: list[str], *, env: dict, config_dir: str) -> list[str]:

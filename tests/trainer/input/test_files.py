@@ -8,7 +8,7 @@ import pytest
 from datagen.datasets import random_records, shard_tagged_dataset, write_dataset
 from schemas import manifest
 from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS
-from trainer.data import make_dataset, plan_input, steps_per_epoch
+from trainer.input.files import make_dataset, plan_input, steps_per_epoch
 
 
 def batches(dataset, count=None):

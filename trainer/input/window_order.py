@@ -16,7 +16,7 @@ Each step is a bijection (the last window holds exactly the slots left, tail inc
 ``q`` names a record that exists), hence the whole is a bijection of ``[0, N)`` per epoch,
 computed on the fly in O(1) memory. Any ``W*K`` consecutive positions of a window come from
 ``W`` blocks drawn at random from the whole split, in random order: a reader fetches each
-block with one request and keeps the window's blocks (``trainer.block_cache``).
+block with one request and keeps the window's blocks (``trainer.input.block_cache``).
 
 ``W = 1`` keeps each block's records in order (``tau`` is the identity): blocks move whole,
 the order ``--order_block`` gave alone, and with ``K = 1`` too, one record-level permutation.
@@ -33,10 +33,6 @@ import functools
 import numpy as np
 
 from schemas.permutation import Permutation
-
-# --order_block and --order_window when left at 0, by how the split was written
-BLOCK, WINDOW = 32, 64  # input order: a batch mixes 64 random places of the split
-SHUFFLED_BLOCK, SHUFFLED_WINDOW = 64, 1  # --shuffle=global: a block is a random sample already
 
 
 @functools.lru_cache(maxsize=8)
@@ -103,7 +99,7 @@ def window_positions(*, records: int, block: int, window: int) -> int:
 
 def expected_amplification(*, block: int, window: int, batch: int, ranks: int) -> float:
     """Bytes the ranks read together over the split's bytes (>= 1), when each rank keeps the
-    blocks its records of the current window need (``trainer.block_cache``).
+    blocks its records of the current window need (``trainer.input.block_cache``).
 
     A window of ``W*K`` positions meets the slices of ``s = min(R, max(1, W*K*R/B))`` ranks
     (rank ``r`` reads positions ``[r*B/R, (r+1)*B/R)`` of each step); each of them needs a

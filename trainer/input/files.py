@@ -1,7 +1,7 @@
 """Per-rank ``tf.data`` input from a pilepack manifest: shard, read, shuffle, batch, parse.
 
 Training's ``--order=files`` and evaluation; the default ``--order=global`` is
-``trainer.global_order``.
+``trainer.input.global_order``.
 
 Worked example (``plan_input``): 5 shards of 10, 10, 10, 10, 4 records, 2 pipelines, a
 per-replica batch of 4. Pipeline 0 reads shards 0, 2, 4 (24 records), pipeline 1 shards 1, 3
@@ -25,12 +25,12 @@ import tensorflow as tf
 from common import storage
 from common.errors import ConfigError
 from schemas.manifest import Dataset
-from schemas.records import POSITIONS, SEGMENT_IDS, TOKENS, RecordSpec, iter_tfrecord_frames
+from schemas.records import RecordSpec, iter_tfrecord_frames
 from schemas.records_tf import parse_records
+from trainer.input.batches import model_inputs, per_replica_batch
 
 log = logging.getLogger(__name__)
 
-LABELS = "labels"
 READ_BUFFER_BYTES = 8 << 20
 MAX_PARALLEL_FILES = 16
 
@@ -131,18 +131,6 @@ def read_records(path: tf.Tensor, *, native: bool) -> tf.data.Dataset:
 def to_model_inputs(serialized: tf.Tensor, *, spec: RecordSpec, use_segments: bool) -> tuple:
     """A batch of serialized records -> ({tokens[, segment_ids, positions]}, labels), (B, T)."""
     return model_inputs(parse_records(serialized, spec), use_segments=use_segments)
-
-
-def model_inputs(features: dict, *, use_segments: bool) -> tuple:
-    """A batch of records' features, each int32 (B, T + 1) -> (inputs, labels), each (B, T).
-
-    Record = T + 1 tokens: inputs are tokens[:-1], labels tokens[1:].
-    """
-    inputs = {TOKENS: features[TOKENS][:, :-1]}  # (B, T)
-    if use_segments:
-        inputs[SEGMENT_IDS] = features[SEGMENT_IDS][:, :-1]  # (B, T)
-        inputs[POSITIONS] = features[POSITIONS][:, :-1]  # (B, T)
-    return inputs, features[TOKENS][:, 1:]  # labels (B, T)
 
 
 def _shuffled_batches(
@@ -266,17 +254,6 @@ def plan_for_context(
         per_replica_batch=per_replica_batch(context, global_batch_size=global_batch_size),
         replicas_per_pipeline=context.num_replicas_in_sync // context.num_input_pipelines,
     )
-
-
-def per_replica_batch(context: tf.distribute.InputContext, *, global_batch_size: int) -> int:
-    """Records per replica and step; ConfigError unless the replicas divide the global batch."""
-    replicas = context.num_replicas_in_sync
-    if global_batch_size % replicas:
-        raise ConfigError(
-            f"--global_batch_size {global_batch_size} is not divisible by the {replicas} "
-            "replicas; use a multiple of it"
-        )
-    return global_batch_size // replicas
 
 
 def steps_per_epoch(

@@ -1,9 +1,9 @@
-"""trainer/record_source.py: global records map to shard offsets; neighbours share a read."""
+"""trainer/input/record_source.py: global records map to shard offsets; neighbours share a read."""
 
 import numpy as np
 import pytest
 
-from trainer.record_source import RecordSource
+from trainer.input.record_source import RecordSource
 
 
 @pytest.fixture

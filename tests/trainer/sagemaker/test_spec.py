@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainer.sagemaker_spec import ENTRY_SCRIPT, JobOptions, job_spec, s3_prefix
+from trainer.sagemaker.spec import ENTRY_SCRIPT, JobOptions, job_spec, s3_prefix
 
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pilepack-train:2.21.0"
 

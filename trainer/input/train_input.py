@@ -1,9 +1,11 @@
 """The training input of one run: which order, from which record, and what a resume changes.
 
-``--order=global`` (``trainer.global_order``) continues from the number of records trained on
-(``examples_seen`` in every checkpoint), whatever the world size and global batch were before;
-``--order=files`` (``trainer.data``) skips that many global batches of each rank's stream, so
-it continues exactly only on the same world size and global batch.
+``settle_order`` settles a run's order (``--order``, ``--order_block``, ``--order_window``,
+``--seed``) and what ``run.json`` records of it; ``train_input`` builds the batches.
+``--order=global`` (``trainer.input.global_order``) continues from the number of records
+trained on (``examples_seen`` in every checkpoint), whatever the world size and global batch
+were before; ``--order=files`` (``trainer.input.files``) skips that many global batches of each
+rank's stream, so it continues exactly only on the same world size and global batch.
 """
 
 from __future__ import annotations
@@ -15,17 +17,11 @@ import tensorflow as tf
 
 from common import storage
 from schemas.manifest import Dataset
-from trainer.config import TrainConfig
-from trainer.data import make_dataset, plan_for_context
+from trainer.config import BLOCK, SHUFFLED_BLOCK, SHUFFLED_WINDOW, WINDOW, TrainConfig
 from trainer.distribute.base import Backend
-from trainer.global_order import make_global_dataset, plan_global
-from trainer.window_order import (
-    BLOCK,
-    SHUFFLED_BLOCK,
-    SHUFFLED_WINDOW,
-    WINDOW,
-    expected_amplification,
-)
+from trainer.input.files import make_dataset, plan_for_context
+from trainer.input.global_order import make_global_dataset, plan_global
+from trainer.input.window_order import expected_amplification
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +34,14 @@ def written_shuffled(dataset: Dataset) -> bool:
 def resolve_order(*, cfg: TrainConfig, train_data: Dataset, saved: dict | None) -> TrainConfig:
     """``cfg`` with ``--order_block`` and ``--order_window`` of 0 replaced: by the resumed run's
     (``saved``: ``run.json``'s data section, which holds the order of the latest run that
-    changed it), so a resume keeps its order, else by the defaults
-    for the split (``trainer.window_order``: a split written with ``--shuffle=global`` is a
-    random permutation already, so blocks lose nothing there)."""
+    changed it), so a resume keeps its order, else by the defaults for the split
+    (``trainer.config``: a split written with ``--shuffle=global`` is a random permutation
+    already, so blocks lose nothing there)."""
     if cfg.order != "global":
         return cfg
-    if saved is not None and saved.get("order") == "global":
-        # run.json written before --order_window: its blocks moved whole
-        block = cfg.order_block or saved.get("order_block", 1)
-        window = cfg.order_window or saved.get("order_window", 1)
+    if saved is not None and saved["order"] == "global":
+        block = cfg.order_block or saved["order_block"]
+        window = cfg.order_window or saved["order_window"]
         return dataclasses.replace(cfg, order_block=block, order_window=window)
     shuffled = written_shuffled(train_data)
     block = cfg.order_block or (SHUFFLED_BLOCK if shuffled else BLOCK)
@@ -59,16 +54,42 @@ def resolve_order(*, cfg: TrainConfig, train_data: Dataset, saved: dict | None) 
     return resolved
 
 
-ORDER_KEYS = ("order", "order_block", "order_window")
+# The settings that decide which record each stream position holds; run.json records the
+# latest run's, since its checkpoints are positions in its order.
+ORDER_KEYS = ("order", "order_block", "order_window", "seed")
 
 
-def recorded_order(*, saved: dict, now: dict) -> dict | None:
-    """``run.json``'s data section (``saved``) with the order of the resumed run (``now``), or
-    None when that order is the recorded one. Its checkpoints are positions in its order, so
-    ``resolve_order`` must give the next resume this order, not the one the first run used."""
-    if all(saved.get(key) == now[key] for key in ORDER_KEYS):
-        return None
-    return {**saved, **{key: now[key] for key in ORDER_KEYS}}
+def settle_order(
+    *,
+    cfg: TrainConfig,
+    train_data: Dataset,
+    saved: dict | None,
+    num_pipelines: int,
+    examples_seen: int,
+) -> tuple[TrainConfig, dict]:
+    """The run's config with its order settled, and ``run.json``'s data section for the run.
+
+    ``saved`` is the data section of the run resumed (``run_record.read`` brings older files
+    up to date), None for a new run. ``--order_block`` and ``--order_window`` of 0 become the
+    resumed run's, else the split's defaults (``resolve_order``). A resume says how it
+    continues (``log_resume``) and keeps the first run's data section but for the order and
+    seed, which become this run's: a later resume with the flags at 0 must continue this
+    order, not the first run's.
+    """
+    cfg = resolve_order(cfg=cfg, train_data=train_data, saved=saved)
+    now = {
+        "train_manifest": train_data.manifest_path,
+        "num_pipelines": num_pipelines,
+        "global_batch_size": cfg.global_batch_size,
+        "order": cfg.order,
+        "order_block": cfg.order_block,
+        "order_window": cfg.order_window,
+        "seed": cfg.seed,
+    }
+    if saved is None:
+        return cfg, now
+    log_resume(saved=saved, now=now, examples_seen=examples_seen)
+    return cfg, {**saved, **{key: now[key] for key in ORDER_KEYS}}
 
 
 def log_order_reads(*, cfg: TrainConfig, train_data: Dataset, pipelines: int) -> None:
@@ -150,6 +171,10 @@ def log_resume(*, saved: dict, now: dict, examples_seen: int) -> None:
                     "some records repeat and others are left out)", now["order_block"],
                     now["order_window"], saved.get("order_block"), saved.get("order_window"),
                     examples_seen)
+    if same_order and saved.get("seed") != now["seed"]:
+        log.warning("--seed %d, run.json says %s: continuing from global record position %d of "
+                    "another permutation (until this epoch ends, some records repeat and others "
+                    "are left out)", now["seed"], saved.get("seed"), examples_seen)
     if not same_order:
         log.warning("resuming with a different data split (%s, was %s): batches after the "
                     "restart differ from an uninterrupted run's", now, saved)

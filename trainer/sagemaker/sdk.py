@@ -1,4 +1,4 @@
-"""``trainer.sagemaker_spec``'s plain data -> the SageMaker Python SDK v3's ``ModelTrainer``.
+"""``trainer.sagemaker.spec``'s plain data -> the SageMaker Python SDK v3's ``ModelTrainer``.
 
 The one module that imports the SDK (``pip install 'pilepack[sagemaker]'``); only
 ``python -m trainer.sagemaker`` without ``--dry_run`` imports it.
