@@ -163,10 +163,64 @@ def test_the_built_in_sample_is_not_shipped_to_workers():
     assert not wrong, wrong
 
 
-def test_tests_mirror_the_pipeline_sub_packages():
-    missing = [layer for layer in PIPELINE_LAYERS
+# trainer/ by concern: its sub-packages, and which of them each may import (itself always).
+# The flat modules beside them (the loop, checkpoints, the commands) may import any.
+TRAINER_SUB_PACKAGES = {
+    "model": set(),
+    "distribute": set(),
+    "observe": set(),
+    "input": {"distribute"},
+    "export": {"model"},
+    "sagemaker": set(),
+}
+
+
+def _sub_package(name: str, package: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != package or len(parts) < 2:
+        return None
+    return parts[1] if (ROOT / package / parts[1] / "__init__.py").is_file() else None
+
+
+def test_trainer_sub_packages_point_one_way():
+    packages = {path.parent.name for path in (ROOT / "trainer").glob("*/__init__.py")}
+    assert packages == set(TRAINER_SUB_PACKAGES), packages
+    wrong = []
+    for name, targets in sorted(GRAPH.items()):
+        own = _sub_package(name, "trainer")
+        if own is None:
+            continue
+        allowed = TRAINER_SUB_PACKAGES[own] | {own}
+        wrong += [f"{name} imports {t}" for t in sorted(targets)
+                  if _sub_package(t, "trainer") not in allowed | {None}]
+    assert not wrong, wrong
+
+
+def test_no_flat_module_beside_the_sub_package_that_owns_its_concern():
+    # e.g. launch/dry_run_sample.py beside launch/dry_run/, trainer/sagemaker_env.py beside
+    # trainer/sagemaker/: the module belongs inside the sub-package.
+    wrong = []
+    for package in PACKAGES:
+        for init in sorted((ROOT / package).rglob("__init__.py")):
+            folder = init.parent
+            if folder == ROOT / package:
+                continue
+            prefix = folder.name + "_"
+            wrong += [str(path.relative_to(ROOT)) for path in folder.parent.glob("*.py")
+                      if path.stem.startswith(prefix)]
+    assert not wrong, f"move into their sub-package: {wrong}"
+
+
+def test_tests_mirror_the_sub_packages():
+    missing = [f"pipeline/{layer}" for layer in PIPELINE_LAYERS
                if not (ROOT / "tests" / "pipeline" / layer).is_dir()]
-    assert not missing, missing
+    missing += [f"trainer/{name}" for name in TRAINER_SUB_PACKAGES
+                if not (ROOT / "tests" / "trainer" / name).is_dir()]
+    for init in sorted((ROOT / "pipeline").rglob("*/*/__init__.py")):  # nested: launch/dry_run
+        relative = init.parent.relative_to(ROOT)
+        if not (ROOT / "tests" / relative).is_dir():
+            missing.append(str(relative))
+    assert not missing, f"tests/ has no folder for {missing}"
 
 
 # Functions a reader can hold: over MAX_FUNCTION_LINES (from `def` to the last line, docstring

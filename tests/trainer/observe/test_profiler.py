@@ -23,7 +23,7 @@ from trainer.model import GPTConfig
 from trainer.observe.sampler import GpuProbe, SystemSampler, cgroup_memory
 
 SEQ_LEN = 32
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def train(train_data, model_dir, *, map_input=None, sample_system_every_ms=200):
