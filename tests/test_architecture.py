@@ -264,3 +264,26 @@ def test_functions_stay_short_or_say_why():
         f"over {MAX_FUNCTION_LINES} lines: split, or say why in a '{LONG_BECAUSE}' comment "
         f"directly above: {sorted(long - TO_SPLIT)}")
     assert not TO_SPLIT - long, f"split now: remove {sorted(TO_SPLIT - long)} from TO_SPLIT"
+
+
+def _declares_choices(node: ast.ClassDef) -> bool:
+    return any(isinstance(call, ast.Call) and any(k.arg == "choices" for k in call.keywords)
+               for statement in node.body if isinstance(statement, ast.AnnAssign)
+               for call in ast.walk(statement))
+
+
+def _checks_choices(node: ast.ClassDef) -> bool:
+    return any(isinstance(item, ast.FunctionDef) and item.name == "__post_init__"
+               and "check_choices(self)" in ast.unparse(item) for item in node.body)
+
+
+def test_declared_choices_are_checked_on_construction_too():
+    # A field's choices are declared once, in its flag(); common.flags.check_choices, called by
+    # __post_init__, holds them for a config built in code as the parser does for flags.
+    wrong = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and _declares_choices(node) \
+                    and not _checks_choices(node):
+                wrong.append(f"{name}.{node.name}")
+    assert not wrong, f"call check_choices(self) in __post_init__: {wrong}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from common.flags import flag, require
+from common.flags import check_choices, flag, require
 from trainer.distribute.resolve import BACKENDS, SAGEMAKER_PORT
 from trainer.model.config import PRESETS, GPTConfig
 
@@ -82,6 +82,7 @@ class TrainConfig:
     )
 
     def __post_init__(self):
+        check_choices(self)
         for name in ("steps", "global_batch_size", "log_every", "checkpoint_every",
                      "keep_checkpoints"):
             require(getattr(self, name) >= 1, f"--{name} must be >= 1, got {getattr(self, name)}")
@@ -113,6 +114,9 @@ class ModelOptions:
         help="recompute block activations in the backward pass (less memory, ~1/3 more compute)",
     )
 
+    def __post_init__(self):
+        check_choices(self)
+
     def gpt_config(self, *, vocab_size: int, seq_len: int) -> GPTConfig:
         """The preset with these options and the data's vocabulary and context length."""
         return GPTConfig.from_preset(
@@ -138,3 +142,6 @@ class DistributionOptions:
         SAGEMAKER_PORT,
         help="port for MultiWorkerMirroredStrategy when TF_CONFIG is built from SM_HOSTS",
     )
+
+    def __post_init__(self):
+        check_choices(self)

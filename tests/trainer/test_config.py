@@ -104,3 +104,15 @@ def test_a_mistyped_flag_exits_2_naming_the_closest(command, argv, closest, caps
 def test_a_bad_value_is_one_error_line_and_exit_2(command, argv, message, capsys):
     assert command.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("build, flag", [
+    (lambda: ModelOptions(preset="huge"), "--preset"),
+    (lambda: DistributionOptions(backend="mpi"), "--backend"),
+    (lambda: TrainConfig(steps=1, global_batch_size=1, order="random"), "--order"),
+])
+def test_a_choice_set_in_code_is_refused_as_the_flag_would_be(build, flag):
+    from common.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=flag):
+        build()

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from common.errors import ConfigError
-from common.flags import flag, require
+from common.flags import check_choices, flag, require
 from trainer.sagemaker import env as sagemaker_env
 
 DISTRIBUTIONS = ("multiworker", "mpi")
@@ -79,6 +79,7 @@ class JobOptions:
     job_name: str = flag("pilepack", help="base name of the training job")
 
     def __post_init__(self):
+        check_choices(self)
         for name in ("instance_count", "volume_size_gb", "max_run_s"):
             require(getattr(self, name) >= 1, f"--{name} must be >= 1, got {getattr(self, name)}")
         require(self.processes_per_host >= 0,
