@@ -20,6 +20,7 @@ import jsonschema
 from common import storage
 from schemas.dataset_spec import DatasetSpec
 from schemas.errors import ManifestError
+from schemas.formats import FORMATS
 from schemas.records import RecordSpec
 
 __all__ = ["MANIFEST_NAME", "FORMAT", "VERSION", "Dataset", "ManifestError", "load", "validate",
@@ -28,7 +29,7 @@ __all__ = ["MANIFEST_NAME", "FORMAT", "VERSION", "Dataset", "ManifestError", "lo
 MANIFEST_NAME = "manifest.json"
 FORMAT = "pilepack.dataset"
 VERSION = 3
-# Version 3 added ``formats`` and the extra formats' sections (``megatron``); nothing of version
+# Version 3 added ``formats`` and a section per extra format (docs/formats.md); nothing of version
 # 2 changed meaning, so a version-2 manifest is still read (as ``formats: ["tfrecord"]``).
 SUPPORTED_VERSIONS = (2, 3)
 # What changed, for the error a reader of an older manifest gets.
@@ -67,13 +68,21 @@ def validate(doc: Any, *, source: str) -> None:
         raise ManifestError(f"{source}: invalid manifest at {where}: {error.message}")
     for entry in doc["shards"] + doc["dead_letters"] + doc.get("doc_hashes", {}).get("files", []):
         check_relative_path(entry["path"], source=source)
-    for pair in doc.get("megatron", {}).get("files", []):
-        for entry in (pair["bin"], pair["idx"]):
+    for name in FORMATS:  # each extra format's section lists its files (a pair: two entries)
+        for entry in _path_entries(doc.get(name, {}).get("files", [])):
             check_relative_path(entry["path"], source=source)
-    for entry in doc.get("arrayrecord", {}).get("files", []):
-        check_relative_path(entry["path"], source=source)
     check_relative_path(doc["tokenizer"]["file"], source=source)
     DatasetSpec.from_manifest(doc, source=source)
+
+
+def _path_entries(value) -> list[dict]:
+    """Every dict with a ``path`` in ``value``, however deep (a pair of files: two entries)."""
+    if isinstance(value, dict):
+        own = [value] if isinstance(value.get("path"), str) else []
+        return own + [entry for item in value.values() for entry in _path_entries(item)]
+    if isinstance(value, list):
+        return [entry for item in value for entry in _path_entries(item)]
+    return []
 
 
 def check_relative_path(path: str, *, source: str) -> None:

@@ -19,7 +19,6 @@ import numpy as np
 
 from common import storage
 from common.errors import DataError
-from pipeline.write.formats.megatron import MegatronFormat
 from schemas import manifest as manifest_lib
 from schemas.megatron_index import index_problem, parse_index
 
@@ -95,10 +94,6 @@ def pair_problems(dataset: manifest_lib.Dataset) -> list[str]:
             problems.append(f"manifest: megatron.{key} is {section[key]}, its files add up to "
                             f"{sum(pair[key] for pair in section['files'])}")
     return problems
-
-
-def listed_paths(doc: dict) -> set[str]:
-    return {entry["path"] for entry in MegatronFormat.listed_entries(doc)}
 
 
 def iter_documents(dataset: manifest_lib.Dataset) -> Iterator[np.ndarray]:

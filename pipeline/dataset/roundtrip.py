@@ -14,8 +14,7 @@ import numpy as np
 
 from common.errors import InputError
 from pipeline.config import ReadConfig
-from pipeline.dataset import arrayrecord_check
-from pipeline.dataset.megatron_files import matching_records
+from pipeline.dataset import format_checks
 from pipeline.dataset.quality_sections import roundtrip_refusal
 from pipeline.dataset.reader import iter_documents as iter_written_documents
 from pipeline.read.inputs import InputFile
@@ -73,10 +72,10 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False,
                      if encoder == "sentencepiece" else
                      open_backend(encoder, model_proto=model, num_threads=0).backend)
     result = RoundTrip()
-    decoded = iter_written_documents(dataset)
-    if "megatron" in dataset.doc:  # its documents too, against the records' (same order)
-        decoded = matching_records(decoded, dataset, problems=result.mismatches,
-                                   max_reports=max_reports)
+    # The extra formats' documents too, against the records' (same order).
+    decoded = format_checks.checked_documents(iter_written_documents(dataset), dataset,
+                                              problems=result.mismatches,
+                                              max_reports=max_reports)
     batch: list[tuple[str, int, str, object]] = []  # compared in order, encoded together
     batch_chars = 0
 
@@ -102,7 +101,7 @@ def check(manifest_path: str, *, max_reports: int = 10, check_ids: bool = False,
     compare_batch()
     if next(decoded, None) is not None:
         result.mismatches.append("the shards hold more documents than the input")
-    result.mismatches += arrayrecord_check.check_files(dataset)  # the same records: documents
+    result.mismatches += format_checks.record_mismatches(dataset)  # the same records
     return result
 
 

@@ -3,7 +3,7 @@
 Checks the manifest (schema, version, safe relative paths, record spec, totals and accounting
 that add up), the tokenizer file (present, sha256) and the dead-letter files (present, record
 counts), then every shard in one streaming pass: present, size, sha256, TFRecord framing and
-CRCs, record count; the ArrayRecord files, if any (``pipeline.dataset.arrayrecord_check``).
+CRCs, record count; the extra formats' files, if any (``pipeline.dataset.format_checks``).
 ``--deep`` also parses every record with TensorFlow from the manifest's
 feature spec alone and checks shapes, token ids against the vocabulary, and the shard's token
 and padding counts. Every file is read through fsspec, so ``s3://`` datasets work like local
@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 
 from common import storage
-from pipeline.dataset import arrayrecord_check, megatron_files
+from pipeline.dataset import format_checks
 from pipeline.dataset.reader import parse_payloads
 from pipeline.quality import split_doc_hashes
 from schemas import manifest as manifest_lib
@@ -174,9 +174,8 @@ def unlisted_files(dataset: manifest_lib.Dataset) -> list[str]:
     listed = {shard["path"] for shard in dataset.shards}
     listed |= {d["path"] for d in dataset.doc["dead_letters"]}
     listed |= {f["path"] for f in dataset.doc.get("doc_hashes", {}).get("files", [])}
-    listed |= {f["path"] for f in arrayrecord_check.listed_files(dataset.doc)}
     listed |= {manifest_lib.MANIFEST_NAME, dataset.tokenizer["file"], VOCAB_FILENAME}
-    listed |= megatron_files.listed_paths(dataset.doc)
+    listed |= format_checks.listed_paths(dataset.doc)  # the extra formats' files
     try:
         found = [path[len(root) + 1:] for path in fs.find(root)]
     except OSError:
@@ -198,9 +197,7 @@ def verify(manifest_path: str, *, deep: bool = False) -> Report:
         report.problems += problems
         if problems:
             bad_shards.add(shard["path"])
-    report.problems += megatron_files.pair_problems(dataset)  # --formats=...,megatron
-    report.problems += arrayrecord_check.check_files(  # --formats=...,arrayrecord
-        dataset, bad_shards=bad_shards)
+    report.problems += format_checks.verify_problems(dataset, bad_shards=bad_shards)
     report.notes += [f"{path}: not listed in the manifest (leftover of another run?)"
                      for path in unlisted_files(dataset)]
     return report

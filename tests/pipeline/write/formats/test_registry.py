@@ -26,7 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[4]
 GENERIC = ["pipeline/write/pack.py", "pipeline/write/parts.py", "pipeline/write/shards.py",
            "pipeline/write/shard_plan.py", "pipeline/write/order.py", "pipeline/run.py",
            "pipeline/dataset/manifest.py", "pipeline/dataset/format_sections.py",
-           "pipeline/launch/output_dir.py"]
+           "pipeline/launch/output_dir.py", "pipeline/dataset/verify.py",
+           "pipeline/dataset/roundtrip.py", "schemas/manifest.py"]
 SPEC = RecordSpec(seq_len=4, token_dtype="uint16")
 
 
