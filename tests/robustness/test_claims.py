@@ -89,19 +89,20 @@ def _job_state(endpoint: str, job_id: str) -> str:
     return jobs.job_state(Job(kind="portable", id=job_id, endpoint=endpoint))[0]
 
 
-def _default_signal_dispositions() -> None:
-    # A shell that starts the suite in the background (``cmd &``, ``nohup``) leaves SIGINT (and
-    # SIGQUIT) ignored, and a child inherits that: its Python would then never raise
-    # KeyboardInterrupt. The launcher under test must see the signals a terminal sends.
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
-        signal.signal(number, signal.SIG_DFL)
+# ``python -m pipeline.run``, with Python's own SIGINT handler installed first. A shell that
+# starts the suite in the background (``cmd &``, ``nohup``) leaves SIGINT ignored, a child
+# inherits that, and its Python then never raises KeyboardInterrupt: the launcher under test must
+# see the signal a terminal sends. (Not a ``preexec_fn``: unsafe in a process with threads.)
+_RUN_WITH_SIGINT = ("import runpy, signal, sys; "
+                    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                    "sys.argv[0] = 'pipeline.run'; "
+                    "runpy.run_module('pipeline.run', run_name='__main__', alter_sys=True)")
 
 
 def _launch_until_submitted(args: list, out, log) -> tuple[subprocess.Popen, Claim]:
     """Start ``python -m pipeline.run ARGS`` and wait until its claim names its job."""
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.run", *map(str, args)], cwd=REPO,
-                               env=child_env(), stdout=log, stderr=subprocess.STDOUT,
-                               preexec_fn=_default_signal_dispositions)
+    process = subprocess.Popen([sys.executable, "-c", _RUN_WITH_SIGINT, *map(str, args)],
+                               cwd=REPO, env=child_env(), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while (held := _claim_of(out)) is None or held.job is None:
         assert process.poll() is None, f"the launcher exited with {process.returncode}"
