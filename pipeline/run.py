@@ -100,6 +100,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from pipeline.quality import prepare as prepare_quality
     from pipeline.quality.plan import plan_quality
     from pipeline.read.inputs import expand_inputs
+    from pipeline.tokenize import committed_model
     from pipeline.tokenize.prepare import prepare_tokenizer
     from pipeline.write.progress import Watcher
     from schemas import manifest as manifest_schema
@@ -137,6 +138,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
                 f"{dataset.manifest_path} was committed by run {dataset.doc['run_id']}, not by "
                 f"this run ({held.run_id}): another job wrote the same --output; check both")
         output_dir.finish(config.output)
+        committed_model.forget(config.output)  # the dataset is committed: nothing to resume
     finally:
         binding.release()  # unless its current job may still be running
     print_summary(dataset.doc, manifest_path=dataset.manifest_path,

@@ -230,6 +230,10 @@ class PipelineConfig:
     overwrite: bool = flag(
         False, help="replace a complete dataset already at --output (its manifest is removed "
                     "first)")
+    resume: bool = flag(
+        True, help="reuse what a killed or failed run at --output committed for the same "
+                   "inputs and options (today: its trained tokenizer); --no-resume starts "
+                   "clean")
     cancel_on_interrupt: bool = flag(
         True, help="when the launcher is interrupted (Ctrl-C, SIGTERM), cancel the job it "
                    "submitted (Dataflow, Flink, Spark, a job service) before exiting; "

@@ -100,6 +100,27 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
     }
 
 
+def _trained(*, config, inputs, beam_args, run_job) -> ModelInfo:
+    """The model trained on ``inputs`` in ``config.output``: the one a dead run committed for
+    the same inputs and options (``config.resume``), else trained now and committed."""
+    from pipeline.tokenize import committed_model
+
+    key = committed_model.training_fingerprint(read=config.read, training=config.training,
+                                               inputs=inputs)
+    path = storage.join(config.output, MODEL_FILENAME)
+    record = committed_model.load(config.output, fingerprint=key) if config.resume else None
+    if record is not None:
+        log.info("resume: reusing the tokenizer an earlier run trained and committed (%s)", path)
+        return describe(path, trained=record)
+    committed_model.forget(config.output)  # before the model is replaced
+    record = train_on_input(inputs=inputs, input_desc=config.input, output=config.output,
+                            read=config.read, training=config.training,
+                            beam_args=beam_args, run_job=run_job)
+    info = describe(path, trained=record)
+    committed_model.commit(config.output, fingerprint=key, sha256=info.sha256, record=record)
+    return info
+
+
 def prepare_tokenizer(*, config, inputs, beam_args,
                       run_job: Callable[[beam.Pipeline], object] | None = None) -> ModelInfo:
     """The run's tokenizer in ``config.output``: copied from --tokenizer_model, or trained
@@ -108,10 +129,7 @@ def prepare_tokenizer(*, config, inputs, beam_args,
         path, model = copy_model(config.tokenizer_model, config.output)
         info = describe(path, model=model)
     else:
-        record = train_on_input(inputs=inputs, input_desc=config.input, output=config.output,
-                                read=config.read, training=config.training,
-                                beam_args=beam_args, run_job=run_job)
-        info = describe(storage.join(config.output, MODEL_FILENAME), trained=record)
+        info = _trained(config=config, inputs=inputs, beam_args=beam_args, run_job=run_job)
     if info.pad_id < 0 and config.last_record == "pad":
         raise TokenizerError(
             f"tokenizer {config.tokenizer_model} has no pad id, so partial records cannot be "
