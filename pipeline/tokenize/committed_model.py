@@ -36,8 +36,12 @@ def training_fingerprint(*, read, training, inputs) -> str:
     (``TokenizerTrainingConfig``), and each input's path, size and version (mtime or ETag).
 
     Any change to one of them gives another fingerprint, so a committed model is reused only
-    for the very inputs and options that trained it.
+    for the very inputs and options that trained it. ``""`` when an input's version is unknown
+    (its file system reports neither mtime nor ETag): a change could not be seen, so nothing is
+    reused.
     """
+    if any(not f.version for f in inputs):
+        return ""
     doc = {"format": FORMAT, "read": dataclasses.asdict(read),
            "training": dataclasses.asdict(training),
            "inputs": [[f.path, f.bytes, f.version] for f in inputs]}
@@ -55,6 +59,10 @@ def commit(output: str, *, fingerprint: str, sha256: str, record: dict) -> None:
 def load(output: str, *, fingerprint: str) -> dict | None:
     """The training record of ``output``'s committed model when it was trained as
     ``fingerprint`` says and is intact; else None (train again), saying why in the log."""
+    if not fingerprint:
+        log.info("resume: an input's version (mtime or ETag) is unknown; training the "
+                 "tokenizer again")
+        return None
     fs, path = storage.filesystem(storage.join(output, COMMITTED_NAME))
     try:
         doc = json.loads(fs.cat_file(path))

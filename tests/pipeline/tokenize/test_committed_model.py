@@ -57,6 +57,13 @@ def test_a_changed_input_mtime_or_size_or_option_is_another_fingerprint(tmp_path
         read=read, training=TokenizerTrainingConfig(), inputs=expand_inputs(path)) != grown
 
 
+def test_an_input_of_unknown_version_is_never_reused(tmp_path):
+    """Without an mtime or ETag a changed input could not be told: train again."""
+    unknown = [dataclasses.replace(f, version="") for f in expand_inputs(_input(tmp_path))]
+    assert _key(unknown) == ""
+    assert committed_model.load(_committed(tmp_path, _key(unknown)), fingerprint="") is None
+
+
 def test_a_changed_or_missing_model_is_not_reused(tmp_path):
     key = _key([])
     out = _committed(tmp_path, key)
