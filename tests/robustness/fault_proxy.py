@@ -61,6 +61,17 @@ class FaultProxy:
             return fault
 
 
+class Recorder(FaultProxy):
+    """Forwards every request, recording (method, path with query)."""
+
+    def __init__(self, upstream: str):
+        super().__init__(upstream, every=2, max_faults=0)
+        self.seen: list[tuple[str, str]] = []
+
+    def next_fault(self, method: str, path: str):
+        self.seen.append((method, path))  # and no fault: None
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, and 100-continue handled for us
 
