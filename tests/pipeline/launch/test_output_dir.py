@@ -102,12 +102,14 @@ def test_files_named_like_the_splits_that_no_run_wrote_are_refused_untouched(tmp
     overwrite it. Unrecorded leftovers of split "train" could be anyone's too."""
     _fill(tmp_path, ["train-00000-of-00001.tfrecord", *KEPT])
     with pytest.raises(ConfigError, match=r"holds train-00000-of-00001\.tfrecord: named like "
-                                          r"the files split 'train' writes.*move or rename"):
+                                          r"the files split 'train' writes.*move or rename.*--overwrite"):
         prepare(str(tmp_path), overwrite=False, split="train")
     _fill(tmp_path, LEFTOVERS)
     with pytest.raises(ConfigError, match=r"dead_letters/train-00003\.jsonl.* and 2 more"):
         prepare(str(tmp_path), overwrite=False, split="train")
     assert _files(tmp_path) == sorted(["train-00000-of-00001.tfrecord", *LEFTOVERS, *KEPT])
+    prepare(str(tmp_path), overwrite=True, split="train")  # --overwrite: the user gives them up
+    assert RUN_RECORD in _files(tmp_path)
 
 
 def test_a_users_files_named_like_the_split_are_refused_even_if_recorded_foreign(tmp_path):
