@@ -45,7 +45,7 @@ class BlockShuffleSpec:
     ``block_records * window_blocks`` records.
     """
 
-    block_records: int = 128
+    block_records: int = 256
     window_blocks: int = 16
 
     def __post_init__(self):

@@ -64,7 +64,7 @@ def test_one_and_two_workers_write_the_same_arrayrecord_files(one_file, tiny_mod
     one, two = manifest.load(str(tmp_path / "one")).doc, manifest.load(str(tmp_path / "two")).doc
     assert comparable(two) == comparable(one)
     assert {k: one["shuffle"][k] for k in ("mode", "block_records", "window_blocks")} == {
-        "mode": "global", "block_records": 128, "window_blocks": 16}  # the defaults, recorded
+        "mode": "global", "block_records": 256, "window_blocks": 16}  # the defaults, recorded
     files = _files(tmp_path / "one")
     assert _files(tmp_path / "two") == files
     arrayrecords = sorted(p for p in files if p.endswith(".array_record"))
