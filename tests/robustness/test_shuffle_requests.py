@@ -12,22 +12,9 @@ from pipeline.write.parts import write_part
 from pipeline.write.shards import assemble_shard
 from schemas.records import RecordSpec, frame_bytes, iter_tfrecord_frames
 from tests.conftest import use_s3_environment
-from tests.robustness.fault_proxy import FaultProxy
+from tests.robustness.fault_proxy import GetCounter
 
 PARTS, PER_PART = 10, 700  # a part's last block is short: 700 = 2 * 256 + 188
-
-
-class _GetCounter(FaultProxy):
-    """Forwards every request, recording the path of each GET of a part."""
-
-    def __init__(self, upstream: str):
-        super().__init__(upstream, every=2, max_faults=0)
-        self.part_gets: list[str] = []
-
-    def next_fault(self, method: str, path: str):  # never a fault: None
-        if method == "GET" and "/.parts/" in path:
-            with self._lock:
-                self.part_gets.append(path)
 
 
 def _write_parts(directory: str, spec: RecordSpec):
@@ -48,11 +35,11 @@ def test_a_global_shuffle_reads_at_most_one_get_per_100_records(s3, s3_server, m
     records = PARTS * PER_PART
     order, plans = plan_ordered_shards(parts, split="train", per_shard=records // 2,
                                        seq_len=spec.seq_len, frame_bytes=size, seed=0)
-    with _GetCounter(s3_server) as proxy:
+    with GetCounter(s3_server, marker="/.parts/") as proxy:
         use_s3_environment(monkeypatch, proxy.url)
         infos = [assemble_shard(plan, directory=directory, frame_bytes=size, order=order)
                  for plan in plans]
-        gets = list(proxy.part_gets)
+        gets = list(proxy.gets)
     use_s3_environment(monkeypatch, s3_server)
 
     print(f"{len(gets)} GETs of parts for {records} records in {len(infos)} shards")
