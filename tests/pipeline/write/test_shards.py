@@ -179,7 +179,7 @@ def test_shards_do_not_depend_on_bundling_or_order(tmp_path, seed):
             parts = (p | beam.Create(fed, reshuffle=True)
                      | beam.Map(write_part, directory=str(out), spec=spec, pad_id=0))
             _ = parts | WriteShards(directory=str(out), split="t", shard_bytes=1000, spec=spec,
-                                    shuffle_seed=seed)
+                                    shuffle_seed=seed, shuffle=SMALL)
         shards = sorted(name for name in os.listdir(out) if name.endswith(".tfrecord"))
         results.append({name: (out / name).read_bytes() for name in shards})
     assert results[0] == results[1] == results[2]
