@@ -73,7 +73,7 @@ class BlockShuffle:
         self.blocks = int(self.block_starts[-1])
         self._outer = Permutation(n=self.blocks, seed=f"blocks:{seed}")
         self.window_starts = self._measure_windows()
-        self._inner: dict[int, Permutation] = {}
+        self._inner: tuple[int, Permutation] | None = None
 
     @property
     def records(self) -> int:
@@ -111,11 +111,16 @@ class BlockShuffle:
         slots = np.arange(window * width, min((window + 1) * width, self.blocks))
         return self._block_extent(self._outer.forward(slots))
 
-    def _inner_of(self, window: int):
-        if window not in self._inner:
-            size = int(self.window_starts[window + 1] - self.window_starts[window])
-            self._inner = {window: Permutation(n=size, seed=f"window:{self.seed}:{window}")}
-        return self._inner[window]
+    def _inner_of(self, window: int) -> Permutation:
+        # The last window's permutation, kept as one immutable pair: threads sharing this
+        # object (a side input) read a consistent snapshot.
+        cached = self._inner
+        if cached is not None and cached[0] == window:
+            return cached[1]
+        size = int(self.window_starts[window + 1] - self.window_starts[window])
+        permutation = Permutation(n=size, seed=f"window:{self.seed}:{window}")
+        self._inner = (window, permutation)
+        return permutation
 
     def within_window(self, window: int, offsets) -> np.ndarray:
         """Offsets of positions in ``window`` -> indexes into its blocks' records."""
