@@ -21,7 +21,7 @@ def _doc(tmp_path):
     (tmp_path / "tokenizer.model").write_bytes(b"m")
     summary = Summary()
     summary.add(ShardInfo("train-00000-of-00001.tfrecord", 10, SHA, 1, 4, 0))
-    stats = ReadStats(file_index=0, path="in.jsonl.zst", format="zstd", documents=2)
+    stats = ReadStats(file_index=0, path="in.jsonl.zst", format="zstd", lines=3, documents=2)
     stats.rejected["invalid_json"] += 1
     summary.add(stats)
     tokenizer = {"file": "tokenizer.model", "sha256": SHA, "vocab_size": 300,
