@@ -50,6 +50,19 @@ class DecontaminateOptions:
     shards: int = 1  # n-gram hash shards of the join (eval_join.shard_count)
 
 
+def whole_eval_set(options: DecontaminateOptions) -> ngrams.EvalSet:
+    """Every evaluation file's n-grams in one set, read here (the dry run's sample check; the
+    pipeline never gathers them)."""
+    hashes, masks = [np.empty(0, np.uint64)], [np.empty(0, np.uint64)]
+    for file in options.files:
+        for value in eval_join.eval_pieces(file, n=options.n, shards=1):
+            if not isinstance(value, beam.pvalue.TaggedOutput):
+                set_index, piece = value[1]
+                hashes.append(piece)
+                masks.append(np.full(len(piece), 1 << set_index, dtype=np.uint64))
+    return eval_join.union(options.n, np.concatenate(hashes), np.concatenate(masks))
+
+
 def eval_report(stats, set_ngrams, *, names: tuple[str, ...]) -> dict:
     """The report's ``eval_sets`` section: ``stats`` every file's ``eval_join.FileStats``,
     ``set_ngrams`` (set index, distinct n-grams) summed over the shards."""
