@@ -2,22 +2,22 @@
 
 ``Decontaminate`` (PCollection[Chunk] -> chunks, drops):
 
-1. ``EvalNgrams``: each evaluation file (``pipeline.quality.eval_sets``) -> the n-gram hashes
-   of its passages (``pipeline.quality.ngrams``), read by a worker, not by the launcher;
-   ``BuildEvalSet`` merges them into one sorted ``EvalSet`` (small: 16 bytes an n-gram),
-   handed to every scanning worker as a side input (``AsSingleton``).
-2. ``Scan``: every document's n-grams looked up (``np.searchsorted``). ``drop``: a document
+1. ``EvalNgrams``/``ShardSets``: each evaluation file (``pipeline.quality.eval_sets``), read by
+   a worker in pieces, -> its n-gram hashes (``pipeline.quality.ngrams``) by hash shard, merged
+   into one ``EvalSet`` per shard (``pipeline.quality.eval_join``). No worker holds them all.
+2. ``Probe``/``ByShard``/``JoinShard``/``HitsPerChunk``/``Apply``: every chunk's n-grams meet
+   each shard's set in a keyed join; the hits go back to their chunk. ``drop``: a document
    holding any evaluation n-gram drops (``decontaminated``). ``redact``: its overlapping spans
    are marked ``redacted`` for the main pipeline's Parse to cut (``Redactor``: the same
-   function on the same set, ``eval_ngrams.bin`` written here), and a document left blank by
-   the cut drops (``decontaminated``). Dropped documents leave the chunks, so the pre-pass's
-   dedup and ``--subset_tokens`` totals see only what is kept; a redacted document stays, uncut
-   (its hash, for dedup and ``--exclude_docs_from``, is the original text's).
+   function on the same sets, ``eval_ngrams-*.bin`` written here), and a document left blank
+   by the cut drops (``decontaminated``). Dropped documents leave the chunks, so the
+   pre-pass's dedup and ``--subset_tokens`` totals see only what is kept; a redacted document
+   stays, uncut (its hash, for dedup and ``--exclude_docs_from``, is the original text's).
 3. ``WriteReport``: counts per evaluation set and per subset -> ``decontamination.json``
    (the manifest's ``quality.decontamination``).
 
 Every output depends only on the documents and the evaluation files, never on bundling or
-order: the counts are sums, the set a sorted array.
+order: the counts are sums, each shard's set a sorted array, the hits those of one whole set.
 """
 
 from __future__ import annotations
