@@ -19,6 +19,7 @@ import dataclasses
 from pipeline.config import PipelineConfig, mixture_weights
 from pipeline.quality import eval_sets
 from pipeline.quality.decontaminate import DecontaminateOptions
+from pipeline.quality.eval_join import files_bytes, shard_count
 from pipeline.quality.exclusion import ExclusionSources
 from pipeline.quality.exclusion import resolve as resolve_exclusion
 from pipeline.quality.near_dup import NearDupOptions
@@ -116,11 +117,12 @@ def plan_quality(config: PipelineConfig, *, inputs: list[InputFile]) -> QualityP
     options = config.quality
     decontaminate = None
     if options.decontaminate:
+        files = eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
+                                  inputs=inputs)
         decontaminate = DecontaminateOptions(
-            files=eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
-                                    inputs=inputs),
-            names=options.decontaminate, n=options.decontaminate_ngram,
-            mode=options.decontaminate_mode, field=options.decontaminate_field)
+            files=files, names=options.decontaminate, n=options.decontaminate_ngram,
+            mode=options.decontaminate_mode, field=options.decontaminate_field,
+            shards=shard_count(files_bytes(files)))
     sources = resolve_exclusion(options.exclude_docs_from, inputs=inputs, output=config.output)
     budgets = mixture_weights.parse_budgets(options.subset_tokens)
     return QualityPlan(
