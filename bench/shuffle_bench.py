@@ -6,11 +6,11 @@
 Both write the same split from the same part files (``pipeline.write.parts``) with the one
 shard writer (``pipeline.write.shards.assemble_shard``), in this process, without Beam, on local
 disk: A in the input's order (``pipeline.write.order.InputOrder``: whole byte ranges), B
-globally shuffled (``ShuffledOrder``: one read per record, grouped by part, a window at a
-time). Parts hold the records of a real
-dataset (``--manifest``: its shards' records, cut into parts of ``--records_per_part``, the
-size of a ``--chunk_bytes`` chunk), or ``--records`` synthetic ones. Interleaved A, B, A, B;
-medians; the page cache holds the parts, as it does in a run.
+globally shuffled (``ShuffledOrder``: one read per block of neighbouring records, a window of
+blocks at a time; ``bench.shuffle_s3_bench`` counts the reads on S3). Parts hold the
+records of a real dataset (``--manifest``: its shards' records, cut into parts of
+``--records_per_part``, the size of a ``--chunk_bytes`` chunk), or ``--records`` synthetic ones.
+Interleaved A, B, A, B; medians; the page cache holds the parts, as it does in a run.
 """
 
 from __future__ import annotations

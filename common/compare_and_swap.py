@@ -18,6 +18,10 @@ register its protocol names):
 - any other protocol (fsspec's memory file system): read-compare-write, *not* atomic;
   ``is_atomic`` says whether a path's storage is.
 
+A bucket that does not exist raises ``storage.BucketNotFound`` at once (not a lost race); a store
+that refuses this process (no credentials, 403) raises ``storage.StorageAccessDenied``: both name
+the path and the fix.
+
 A conditional write whose response was lost may have happened: its retry then fails the
 precondition. So a failed create or replace reads the file back, and content equal to what was
 written counts as success (callers write content unique to themselves, e.g. a random run id).
@@ -172,7 +176,8 @@ class _S3:
         bucket, key, _ = fs.split_path(path)
         try:
             response, data = sync(fs.loop, _s3_get, fs, bucket, key)
-        except FileNotFoundError:
+        except FileNotFoundError as err:
+            _refuse_missing_s3_bucket(err, path)
             return None
         return Versioned(data=data, version=response["ETag"],
                          modified=response["LastModified"].timestamp())
@@ -197,14 +202,26 @@ async def _s3_get(fs, bucket: str, key: str):
 _S3_LOST = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 
 
+def _s3_code(err: OSError) -> str | None:
+    """The S3 error code behind s3fs's OSError (it keeps botocore's error as the cause)."""
+    return getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
+
+
+def _refuse_missing_s3_bucket(err: FileNotFoundError, path: str) -> None:
+    # s3fs turns a missing key and a missing bucket alike into FileNotFoundError.
+    if _s3_code(err) == "NoSuchBucket":
+        raise _bucket_not_found(f"s3://{path}") from err
+
+
 def _s3_conditional(fs, path: str, method: str, **kwargs) -> bool:
     bucket, key, _ = fs.split_path(path)
     try:
         fs.call_s3(method, Bucket=bucket, Key=key, **kwargs)
-    except FileNotFoundError:  # If-Match on a key that is gone
+    except FileNotFoundError as err:  # If-Match on a key that is gone
+        _refuse_missing_s3_bucket(err, path)
         return False
     except OSError as err:
-        code = getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
+        code = _s3_code(err)
         if isinstance(err, FileExistsError) or code in _S3_LOST:
             return False
         raise
@@ -216,20 +233,28 @@ def _s3_conditional(fs, path: str, method: str, **kwargs) -> bool:
 class _GCS:
     @staticmethod
     def create_exclusive(fs, path: str, data: bytes) -> bool:
-        return _gcs_conditional(lambda blob: blob.upload_from_string(
-            data, content_type="application/octet-stream", if_generation_match=0), fs, path)
+        from google.api_core import exceptions
+
+        try:
+            return _gcs_conditional(lambda blob: blob.upload_from_string(
+                data, content_type="application/octet-stream", if_generation_match=0),
+                fs, path, gone_is_lost=False)
+        except exceptions.NotFound as err:  # no object is what this write expects: no bucket
+            raise _bucket_not_found(f"gs://{path}") from err
 
     @staticmethod
     def read(fs, path: str) -> Versioned | None:
         from google.api_core import exceptions
 
         for _ in range(5):
-            blob = _gcs_blob(fs, path)
-            blob = blob.bucket.get_blob(blob.name)  # metadata: generation, time
+            with _gcs_access(path):
+                blob = _gcs_blob(fs, path)
+                blob = blob.bucket.get_blob(blob.name)  # metadata: generation, time
             if blob is None:
                 return None
             try:  # the content of the generation whose metadata was read, or read again
-                data = blob.download_as_bytes(if_generation_match=blob.generation)
+                with _gcs_access(path):
+                    data = blob.download_as_bytes(if_generation_match=blob.generation)
             except (exceptions.PreconditionFailed, exceptions.NotFound):
                 continue
             return Versioned(data=data, version=str(blob.generation),
@@ -256,16 +281,57 @@ def _gcs_blob(fs, path: str):
     return gcs.Client(project=None).bucket(bucket).blob(key)
 
 
-def _gcs_conditional(request, fs, path: str) -> bool:
+def _gcs_conditional(request, fs, path: str, *, gone_is_lost: bool = True) -> bool:
     from google.api_core import exceptions
 
+    lost = (exceptions.PreconditionFailed, exceptions.Conflict,
+            *((exceptions.NotFound,) if gone_is_lost else ()))
     try:
-        request(_gcs_blob(fs, path))
-    except (exceptions.PreconditionFailed, exceptions.NotFound, exceptions.Conflict):
+        with _gcs_access(path):
+            request(_gcs_blob(fs, path))
+    except lost:
         return False  # 412: another generation; 404: gone; 409: a concurrent conflicting write
     finally:
         fs.invalidate_cache(path)  # gcsfs's listings must see the change
     return True
+
+
+@contextlib.contextmanager
+def _gcs_access(path: str):
+    """Within: the google-cloud-storage client's refusals (no credentials, 401, 403) are one
+    typed error naming ``path`` and the fix; its own exceptions are neither ours nor OSError."""
+    from google.api_core import exceptions
+    from google.auth import exceptions as auth
+
+    url = f"gs://{path}"
+    try:
+        yield
+    except auth.DefaultCredentialsError as err:
+        raise storage.StorageAccessDenied(
+            f"{url}: no Google Cloud credentials ({_first_line(err)}); run `gcloud auth "
+            "application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a key file "
+            "that exists") from err
+    except (auth.RefreshError, exceptions.Unauthorized) as err:
+        raise storage.StorageAccessDenied(
+            f"{url}: the Google Cloud credentials were refused ({_first_line(err)}); renew them "
+            "(`gcloud auth application-default login`) or check GOOGLE_APPLICATION_CREDENTIALS"
+        ) from err
+    except exceptions.Forbidden as err:
+        raise storage.StorageAccessDenied(
+            f"{url}: access denied ({_first_line(err)}); grant this account read and write "
+            f"access to {storage.bucket_url(url)} (e.g. roles/storage.objectAdmin), or choose "
+            "another location") from err
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().split("\n", 1)[0][:200]
+
+
+def _bucket_not_found(url: str) -> storage.BucketNotFound:
+    bucket = storage.bucket_url(url)
+    return storage.BucketNotFound(
+        f"{url}: the bucket {bucket} does not exist; check its name for a typo, or create it "
+        "first")
 
 
 class _Unconditional:

@@ -43,6 +43,20 @@ class MissingFilesystemError(PilepackError, ImportError):
     """A URL whose scheme needs a file system package that is not installed."""
 
 
+class BucketNotFound(PilepackError):
+    """An object-store path whose bucket does not exist (often a typo in the URL)."""
+
+
+class StorageAccessDenied(PilepackError):
+    """An object store that refuses this process: no credentials, or no permission."""
+
+
+def bucket_url(path: str) -> str:
+    """``scheme://bucket`` of an object-store URL (``gs://b/train`` -> ``gs://b``)."""
+    scheme, rest = path.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
 def protocol(fs) -> str:
     return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 

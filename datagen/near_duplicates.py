@@ -65,7 +65,9 @@ def _vocabulary(rng: random.Random, size: int) -> list[str]:
     return sorted(words)
 
 
-class _Words:
+class Words:
+    """Words drawn with Zipf frequencies from a synthetic vocabulary."""
+
     def __init__(self, rng: random.Random, *, vocabulary: int = 20000, exponent: float = 1.0):
         self._rng = rng
         self._vocabulary = _vocabulary(rng, vocabulary)
@@ -76,7 +78,7 @@ class _Words:
         return self._rng.choices(self._vocabulary, cum_weights=self._cumulative, k=n)
 
 
-def _paragraphs(rng: random.Random, words: list[str]) -> list[list[str]]:
+def split_paragraphs(rng: random.Random, words: list[str]) -> list[list[str]]:
     out, at = [], 0
     while at < len(words):
         size = rng.randint(40, 120)
@@ -85,11 +87,11 @@ def _paragraphs(rng: random.Random, words: list[str]) -> list[list[str]]:
     return out
 
 
-def _text(paragraphs: list[list[str]]) -> str:
+def join_paragraphs(paragraphs: list[list[str]]) -> str:
     return "\n\n".join(" ".join(p) for p in paragraphs)
 
 
-def _copy(rng: random.Random, words: _Words, base: list[list[str]], *, transform: str,
+def _copy(rng: random.Random, words: Words, base: list[list[str]], *, transform: str,
           target: float, boilerplate: list[str]) -> list[list[str]]:
     flat = [w for p in base for w in p]
     n = len(flat)
@@ -112,7 +114,7 @@ def _copy(rng: random.Random, words: _Words, base: list[list[str]], *, transform
     elif transform == "truncate":
         keep = max(5, round(n * target))
         flat = flat[:keep]
-        paragraphs = _paragraphs(rng, flat)
+        paragraphs = split_paragraphs(rng, flat)
     else:
         raise ValueError(f"unknown transform {transform!r}; one of {TRANSFORMS}")
     return paragraphs
@@ -123,16 +125,16 @@ def generate(*, seed: int, documents: int, copy_share: float = 0.3,
     """(texts in file order, [(source index, copy index, jaccard, transform)]) with about
     ``documents`` texts, ``copy_share`` of them copies."""
     rng = random.Random(seed)
-    words = _Words(rng)
+    words = Words(rng)
     boilerplate = words.draw(_BOILERPLATE_WORDS)
     copies = round(documents * copy_share)
-    bases = [_paragraphs(rng, words.draw(rng.randint(300, 800)))
+    bases = [split_paragraphs(rng, words.draw(rng.randint(300, 800)))
              for _ in range(documents - copies)]
-    texts = [_text(b) for b in bases]
+    texts = [join_paragraphs(b) for b in bases]
     pairs = []
     for source in rng.sample(range(len(bases)), copies):
         transform = rng.choice(TRANSFORMS)
-        copy = _text(_copy(rng, words, bases[source], transform=transform,
+        copy = join_paragraphs(_copy(rng, words, bases[source], transform=transform,
                            target=rng.uniform(low, high), boilerplate=boilerplate))
         similarity = minhash.jaccard(
             minhash.shingle_set(texts[source], shingle_words=shingle_words),

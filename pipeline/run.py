@@ -26,6 +26,7 @@ from pipeline.config import PipelineConfig
 log = logging.getLogger("pilepack")
 
 
+# Long because: it wires every stage of a run in the order they run, one labelled call each.
 def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
                    whole_machine: bool = False,
                    run_id: str, quality=None) -> None:
@@ -74,7 +75,8 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     shards = parts.parts | "WriteShards" >> WriteShards(
         directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
         spec=spec.record,
-        shuffle_seed=quality.plan.seed if quality and quality.plan.shuffle else None,
+        **({"shuffle_seed": quality.plan.seed, "shuffle": quality.plan.shuffle_spec}
+           if quality and quality.plan.shuffle else {}),
         formats=tuple(fmt for fmt in formats if fmt.built_from == RECORDS))
     dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)

@@ -14,6 +14,7 @@ import os
 
 from common.flags import check_choices, flag, require
 from pipeline.config.mixture_weights import parse_budgets, parse_weights
+from schemas.block_shuffle import DEFAULT_SPEC
 from schemas.formats import DEFAULT_FORMATS, FORMATS, formats_problem
 from tokenizer.spec import DEFAULT_VOCAB_SIZE, MIN_VOCAB_SIZE
 
@@ -143,7 +144,16 @@ class QualityConfig:
                  "'{\"Github\": 2e9}'; subsets not named keep all their tokens)")
     shuffle: str = flag(
         "off", choices=("off", "global"),
-        help="global: shards hold a seeded permutation of the split's records (--seed)")
+        help="global: shards hold a seeded shuffle of the split's records (--seed), in blocks "
+             "and windows (--shuffle_block_records, --shuffle_window_blocks)")
+    shuffle_block_records: int = flag(
+        DEFAULT_SPEC.block_records,
+        help="--shuffle=global: neighbouring records of one part kept together as a block, "
+             "read with one ranged request (object stores: one GET per this many records)")
+    shuffle_window_blocks: int = flag(
+        DEFAULT_SPEC.window_blocks,
+        help="--shuffle=global: blocks whose records are mixed together; a shard writer holds "
+             "this many blocks of records")
 
     def __post_init__(self):
         check_choices(self)
@@ -157,6 +167,9 @@ class QualityConfig:
                 and self.minhash_perm % self.minhash_bands == 0,
                 f"--minhash_bands must divide --minhash_perm ({self.minhash_perm}), "
                 f"got {self.minhash_bands}")
+        require(self.shuffle_block_records >= 1 and self.shuffle_window_blocks >= 1,
+                "--shuffle_block_records and --shuffle_window_blocks must be >= 1, got "
+                f"{self.shuffle_block_records} and {self.shuffle_window_blocks}")
         require(1 <= self.shingle_words <= 64,
                 f"--shingle_words must be in [1, 64], got {self.shingle_words}")
         require(1 <= self.decontaminate_ngram <= 64,

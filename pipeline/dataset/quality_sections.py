@@ -7,7 +7,7 @@
   and subset, and ``decontamination``: the n-gram scan's counts per evaluation set and subset.
 * ``mixture`` (``--subset_weights``, ``--subset_tokens``): per subset the weight applied,
   documents and tokens before and after, and the resulting token share.
-* ``shuffle`` (``--shuffle=global``): the seed and the permutation's algorithm.
+* ``shuffle`` (``--shuffle=global``): the seed, the algorithm, its blocks and windows.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import collections
 
 from pipeline.quality import decision_files, doc_hash, mixture
 from pipeline.quality import split_doc_hashes as doc_hashes
-from schemas import permutation as shuffle
+from schemas import block_shuffle
 
 
 def removed_by_subset(files, reasons) -> dict:
@@ -72,7 +72,10 @@ def quality_sections(run, *, files, before: dict, after: dict, hash_files: list)
             "filtered": removed_by_subset(files, (decision_files.MIXTURE,))[decision_files.MIXTURE],
         }
     if plan.shuffle:
-        out["shuffle"] = {"mode": "global", "seed": plan.seed, "algorithm": shuffle.ALGORITHM}
+        out["shuffle"] = {"mode": "global", "seed": plan.seed,
+                          "algorithm": block_shuffle.ALGORITHM,
+                          "block_records": plan.shuffle_spec.block_records,
+                          "window_blocks": plan.shuffle_spec.window_blocks}
     return out
 
 

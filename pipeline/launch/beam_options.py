@@ -11,7 +11,8 @@ import argparse
 
 from common.flags import flag_names
 
-DIRECT_RUNNERS = ("DirectRunner", "direct", "BundleBasedDirectRunner", "SwitchingDirectRunner")
+# Class names, as ``runner_name`` gives them.
+DIRECT_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner")
 
 
 def _options_classes() -> list[type]:
@@ -66,13 +67,30 @@ def refuse_unknown_args(parser, beam_args: list[str]) -> None:
 
 
 def runner_name(beam_args: list[str]) -> str:
-    """The ``--runner`` Beam will use, read through Beam's own options (default: direct)."""
+    """The class name of the ``--runner`` Beam will use (default: DirectRunner), resolved as
+    Beam resolves it: ``directrunner``, ``Direct`` and ``direct`` are all ``DirectRunner``."""
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
     runner = PipelineOptions(beam_args).view_as(StandardOptions).runner
     if runner is None:
         return "DirectRunner"
-    return runner if isinstance(runner, str) else type(runner).__name__
+    if not isinstance(runner, str):
+        return type(runner).__name__
+    return resolve_runner(runner).rsplit(".", 1)[-1]
+
+
+def resolve_runner(name: str) -> str:
+    """Beam's qualified path for a runner name, by ``apache_beam.runners.runner.create_runner``'s
+    rule: the known runners' class names matched without case, with or without the ``Runner``
+    suffix; any other name (a module path) as given.
+
+    >>> resolve_runner("direct")
+    'apache_beam.runners.direct.direct_runner.DirectRunner'
+    """
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    known = {path.rsplit(".", 1)[-1].lower(): path for path in StandardOptions.ALL_KNOWN_RUNNERS}
+    return known.get(name.lower(), known.get(name.lower() + "runner", name))
 
 
 def is_direct_runner(beam_args: list[str]) -> bool:

@@ -81,9 +81,14 @@ def submitted_job(result, beam_args: list[str]) -> Job | None:
         return None
     options = PipelineOptions(beam_args)
     if callable(getattr(result, "job_id", None)):  # DataflowPipelineResult
-        cloud = options.view_as(GoogleCloudOptions)
-        return Job(kind="dataflow", id=str(result.job_id()), project=cloud.project or "",
-                   region=cloud.region or "")
+        # Where the job runs, as the service created it, else as Beam resolved it: without
+        # --region, Beam fills it in (CLOUDSDK_COMPUTE_REGION, gcloud's config) on the options
+        # it ran with, never on the command line re-read here.
+        submitted = getattr(result, "_job", None)  # the Dataflow API's Job
+        cloud = (getattr(result, "_options", None) or options).view_as(GoogleCloudOptions)
+        return Job(kind="dataflow", id=str(result.job_id()),
+                   project=getattr(submitted, "project_id", "") or cloud.project or "",
+                   region=getattr(submitted, "location", "") or cloud.region or "")
     job_id = getattr(result, "_job_id", None)  # portable_runner.PipelineResult
     if job_id is None:
         return None
@@ -144,7 +149,8 @@ def cancel_hint(job: Job) -> str:
     """How a person cancels ``job``."""
     if job.kind == "dataflow":
         project = f" --project {job.project}" if job.project else ""
-        return f"gcloud dataflow jobs cancel {job.id} --region {job.region}{project}"
+        region = job.region or "REGION (the job's, as the Dataflow console shows it)"
+        return f"gcloud dataflow jobs cancel {job.id} --region {region}{project}"
     where = f" at {job.endpoint}" if job.endpoint else ""
     return (f"cancel job {job.id} through its job service{where} (the Job API's Cancel; on "
             "Flink: the web UI or `flink cancel`, on Spark: the Spark UI)")

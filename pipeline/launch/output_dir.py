@@ -8,15 +8,19 @@ record says so: ``.pilepack-run.json``, written here before a run writes anythin
 ``finish`` once its manifest is committed, holds the ``splits`` written here (their
 ``SPLIT-NNNNN-of-NNNNN.tfrecord`` and each other format's files, as its row of
 ``pipeline.write.formats.registry`` names them, ``dead_letters/SPLIT-NNNNN.jsonl``,
-``doc_hashes/X.bin``), the ``files`` a replaced manifest listed, and the ``foreign`` files, named like a split's but
-there before pilepack first wrote that split, which are never removed. ``.parts/``,
-``.quality/`` and ``.inprogress-`` files (also in a format's folder) are pilepack's alone and
-always removed. Anything else
-(a user's ``data-00000-of-00010.tfrecord``, an input corpus, notes) is never touched.
+``doc_hashes/X.bin``), the ``files`` a replaced manifest listed, and the ``foreign`` files,
+named like a split's but there before pilepack first wrote that split, which are never removed.
+A file named like one this run's split may write that no run wrote (a user's
+``train-00000-of-00001.tfrecord``) makes the run refuse before it writes anything (it could be
+overwritten), unless ``--overwrite`` gives it up. ``.parts/``, ``.quality/`` and ``.inprogress-`` files (also in a format's folder)
+are pilepack's alone and always removed, one gone meanwhile being no error. Anything else (a
+user's ``data-00000-of-00010.tfrecord`` beside split ``train``, an input corpus, notes) is
+never touched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -78,6 +82,9 @@ def prepare(output: str, *, overwrite: bool, split: str, run_id: str = "") -> No
     present = {path[len(root) + 1:] for path in fs.find(root)}
     if split not in splits:  # files named like this run's that no pilepack run wrote
         foreign |= {name for name in present if names_pattern([split]).match(name)} - files
+    if not overwrite:  # --overwrite: the user gives them up
+        _refuse_foreign(output, split=split, names=[name for name in sorted(foreign & present)
+                                                    if names_pattern([split]).match(name)])
     # The record first: should this run die during the removal, its rerun removes the rest.
     with storage.atomic_open(storage.join(output, RUN_RECORD)) as handle:
         handle.write(json.dumps({"run_id": run_id, "splits": sorted(splits | {split}),
@@ -90,7 +97,31 @@ def prepare(output: str, *, overwrite: bool, split: str, run_id: str = "") -> No
              and name not in foreign]
     if stale:
         log.info("removing %d leftover file(s) of an earlier run in %s", len(stale), output)
-        fs.rm(stale)
+        _remove(fs, stale)
+
+
+def _refuse_foreign(output: str, *, split: str, names: list[str]) -> None:
+    """This run would write over files no pilepack run wrote (a user's own
+    ``train-00000-of-00001.tfrecord``): refuse before anything is written."""
+    if not names:
+        return
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    raise ConfigError(
+        f"{output} holds {shown}: named like the files split {split!r} writes, but no pilepack "
+        "run wrote them there (no run record or manifest names them), so this run could "
+        "overwrite them; move or rename them, choose another --output or --split, or pass "
+        "--overwrite to let this run replace them")
+
+
+def _remove(fs, paths: list[str]) -> None:
+    """Remove ``paths``; one gone meanwhile is no error (a refused launcher removes its own
+    temporary claim file between the listing and the removal)."""
+    try:
+        fs.rm(paths)
+    except FileNotFoundError:
+        for path in paths:
+            with contextlib.suppress(FileNotFoundError):
+                fs.rm(path)
 
 
 def finish(output: str) -> None:

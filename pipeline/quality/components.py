@@ -11,11 +11,14 @@ the order is the documents' (file, line)); an edge is a pair of nodes. One round
 
 Both keep the components and lower the nodes' parents; at the fixed point every component is
 a star whose centre is its least node (``converged``). A Beam graph is static, so
-``Components`` unrolls ``rounds`` rounds and then checks the fixed point: a component still
-not a star fails the run with ``ComponentsNotConverged`` (never silently half-merged). The
-rounds needed grow with the logarithm of a component's size (the paper's bound is
-O(log^2 n)); ``rounds_needed`` measures them, ``DEFAULT_ROUNDS`` rounds merge chains of
-thousands of near-duplicates, and candidate components of text are tiny.
+``Components`` unrolls ``rounds`` rounds and then finishes whatever is not yet a star with a
+residual union-find (``residual``): the edges at a node that is still tangled (both a centre
+and a member, or a member of two centres) go to one place and are merged there, and the
+stars hanging off them take the merged centre. So any graph converges, whatever its shape or
+order; the rounds only decide how small the residual is. They grow with the logarithm of a
+component's size (the paper's bound is O(log^2 n)); ``rounds_needed`` measures them, and
+after ``DEFAULT_ROUNDS`` rounds only chains of thousands of near-duplicates leave a residual
+(a few edges per tangled node).
 """
 
 from __future__ import annotations
@@ -23,13 +26,12 @@ from __future__ import annotations
 import apache_beam as beam
 
 from common.errors import DataError
-from pipeline.quality.records import Document
 
 DEFAULT_ROUNDS = 12
 
 
 class ComponentsNotConverged(DataError):
-    """Candidate components too large to merge in the unrolled rounds."""
+    """``rounds_needed`` found no fixed point within its limit (in-memory measurement only)."""
 
 
 def _normalized(edges):
@@ -83,14 +85,31 @@ def rounds_needed(edges, *, limit: int = 64) -> int:
     raise ComponentsNotConverged(f"no fixed point after {limit} rounds")
 
 
+def residual(edges) -> dict:
+    """node -> the least node of its component by union-find (each root is its set's least
+    node), for every node of an edge: the merge of what the rounds left tangled."""
+    parent: dict = {}
+
+    def root(node):
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]  # path halving keeps the trees shallow
+            node = parent[node]
+        return node
+
+    for a, b in edges:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {node: root(node) for node in list(parent)}
+
+
 def components(edges, *, rounds: int = DEFAULT_ROUNDS) -> dict:
-    """node -> the least node of its component, for every node of an edge (in memory)."""
+    """node -> the least node of its component, for every node of an edge (in memory): the
+    Beam transform's steps, ``rounds`` rounds and then the residual union-find."""
     current = _normalized(edges)
     for _ in range(rounds):
         current = _round(current)
-    if not converged(current):
-        raise ComponentsNotConverged(f"components not merged in {rounds} rounds")
-    return {b: a for a, b in current} | {a: a for a, _ in current}
+    return residual(current)
 
 
 def _both_ways(edge):
@@ -111,19 +130,39 @@ def _small_star_both_ways(node, smaller):
         yield from _both_ways(edge)
 
 
-def _check(node, roles):
-    """(node, [(role, other)]) -> (centre, node) for a member; a node that is a centre of
-    one edge and a member of another, or a member of two centres, is a component not merged:
-    an error."""
+MEMBER, TANGLED = "member", "tangled"
+
+
+def _roles(a, b):
+    return (a, ("lower", b)) if a < b else (a, ("upper", b))
+
+
+def _classify(node, roles):
+    """(node, [(role, other)]) after the rounds -> (MEMBER, (centre, node)) for a member of
+    one centre, or (TANGLED, (node, lower)) per smaller neighbour of a node that is both a
+    centre and a member or a member of two centres: those edges are what the residual merges.
+
+    Every tangled node has a smaller neighbour, so the residual reaches it; a member's only
+    edge is to its centre, so no member is in the residual (each node comes out once)."""
+    roles = list(roles)
     kinds = {kind for kind, _ in roles}
-    if len(kinds) > 1 or (kinds == {"upper"} and len({other for _, other in roles}) > 1):
-        doc = Document._make(node)
-        raise ComponentsNotConverged(
-            f"near-duplicate candidates around document {(doc.file, doc.line)} (input file, "
-            f"line) did not merge into one cluster in the unrolled rounds: a chain of "
-            f"near-duplicates longer than they can merge; raise --near_dup_threshold to cut it")
-    if kinds == {"upper"}:
-        yield min(other for _, other in roles), node
+    lowers = {other for kind, other in roles if kind == "upper"}
+    if kinds == {"upper"} and len(lowers) == 1:
+        yield MEMBER, (min(lowers), node)
+    elif kinds != {"lower"}:
+        for other in sorted(lowers):
+            yield TANGLED, (node, other)
+
+
+def _merged(edges):
+    """The residual edges (all in one list) -> (node, least node) for each node of them."""
+    yield from sorted(residual(edges).items())
+
+
+def _final(row, roots):
+    """A star's member takes its centre's root when the residual merged that centre."""
+    centre, member = row[1]
+    return roots.get(centre, centre), member
 
 
 class Components(beam.PTransform):
@@ -146,12 +185,28 @@ class Components(beam.PTransform):
                 | f"SmallerByUpper{r}" >> beam.GroupByKey()
                 | f"SmallStar{r}" >> beam.FlatMapTuple(_small_star_both_ways)
             )
-        # The result comes out of the fixed-point check, so nothing uses a half-merged one:
-        # each edge arrives both ways, (lower, upper) and (upper, lower).
-        return (
+        # Each edge arrives both ways, (lower, upper) and (upper, lower): a node's roles say
+        # whether it is a finished star's member or still tangled.
+        classified = (
             current
-            | "Roles" >> beam.MapTuple(
-                lambda a, b: (a, ("lower", b)) if a < b else (a, ("upper", b)))
+            | "Roles" >> beam.MapTuple(_roles)
             | "RolesByNode" >> beam.GroupByKey()
-            | "CheckStars" >> beam.FlatMapTuple(_check)
+            | "Classify" >> beam.FlatMapTuple(_classify)
         )
+        members = classified | "Members" >> beam.Filter(lambda row: row[0] == MEMBER)
+        # The tangled edges meet in one list: only what the rounds left unmerged (none once
+        # every component is a star), so its size is that of the unfinished chains.
+        roots = (
+            classified
+            | "Tangled" >> beam.Filter(lambda row: row[0] == TANGLED)
+            | "TangledEdges" >> beam.Map(lambda row: row[1])
+            | "AllTangled" >> beam.combiners.ToList()
+            | "Residual" >> beam.FlatMap(_merged)
+        )
+        settled = members | "Settle" >> beam.Map(_final, roots=beam.pvalue.AsDict(roots))
+        merged = (
+            roots
+            | "MergedMembers" >> beam.Filter(lambda row: row[0] != row[1])
+            | "CentreFirst" >> beam.MapTuple(lambda node, least: (least, node))
+        )
+        return (settled, merged) | "AllMembers" >> beam.Flatten()

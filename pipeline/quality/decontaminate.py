@@ -2,22 +2,22 @@
 
 ``Decontaminate`` (PCollection[Chunk] -> chunks, drops):
 
-1. ``EvalNgrams``: each evaluation file (``pipeline.quality.eval_sets``) -> the n-gram hashes
-   of its passages (``pipeline.quality.ngrams``), read by a worker, not by the launcher;
-   ``BuildEvalSet`` merges them into one sorted ``EvalSet`` (small: 16 bytes an n-gram),
-   handed to every scanning worker as a side input (``AsSingleton``).
-2. ``Scan``: every document's n-grams looked up (``np.searchsorted``). ``drop``: a document
+1. ``EvalNgrams``/``ShardSets``: each evaluation file (``pipeline.quality.eval_sets``), read by
+   a worker in pieces, -> its n-gram hashes (``pipeline.quality.ngrams``) by hash shard, merged
+   into one ``EvalSet`` per shard (``pipeline.quality.eval_join``). No worker holds them all.
+2. ``Probe``/``ByShard``/``JoinShard``/``HitsPerChunk``/``Apply``: every chunk's n-grams meet
+   each shard's set in a keyed join; the hits go back to their chunk. ``drop``: a document
    holding any evaluation n-gram drops (``decontaminated``). ``redact``: its overlapping spans
    are marked ``redacted`` for the main pipeline's Parse to cut (``Redactor``: the same
-   function on the same set, ``eval_ngrams.bin`` written here), and a document left blank by
-   the cut drops (``decontaminated``). Dropped documents leave the chunks, so the pre-pass's
-   dedup and ``--subset_tokens`` totals see only what is kept; a redacted document stays, uncut
-   (its hash, for dedup and ``--exclude_docs_from``, is the original text's).
+   function on the same sets, ``eval_ngrams-*.bin`` written here), and a document left blank
+   by the cut drops (``decontaminated``). Dropped documents leave the chunks, so the
+   pre-pass's dedup and ``--subset_tokens`` totals see only what is kept; a redacted document
+   stays, uncut (its hash, for dedup and ``--exclude_docs_from``, is the original text's).
 3. ``WriteReport``: counts per evaluation set and per subset -> ``decontamination.json``
    (the manifest's ``quality.decontamination``).
 
 Every output depends only on the documents and the evaluation files, never on bundling or
-order: the counts are sums, the set a sorted array.
+order: the counts are sums, each shard's set a sorted array, the hits those of one whole set.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ import apache_beam as beam
 import numpy as np
 
 from common import storage
-from pipeline.quality import decision_files
-from pipeline.quality import ngrams
-from pipeline.quality.eval_sets import EvalFile, read_passages
+from pipeline.quality import decision_files, eval_join, ngrams
+from pipeline.quality.eval_sets import EvalFile
 from pipeline.read.stage import Chunk
 
-EVAL_NGRAMS_NAME = "eval_ngrams.bin"
+EVAL_NGRAMS_PREFIX = "eval_ngrams"
 REPORT_NAME = "decontamination.json"
 MODES = ("drop", "redact")
 SUBSET_COUNTS = ("documents_dropped", "documents_redacted", "documents_emptied", "spans",
@@ -48,43 +47,33 @@ class DecontaminateOptions:
     n: int  # words per n-gram
     mode: str  # "drop" or "redact"
     field: str  # the passages' JSON field (the report's only)
+    shards: int = 1  # n-gram hash shards of the join (eval_join.shard_count)
 
 
-@dataclasses.dataclass(frozen=True)
-class FileNgrams:
-    """One evaluation file's n-grams, and what its passages gave."""
-
-    set_index: int  # its evaluation set (DecontaminateOptions.names)
-    hashes: np.ndarray  # its distinct n-gram hashes, sorted
-    passages: int
-    short: int  # passages of fewer than n words: no n-gram, skipped
-
-
-def file_ngrams(file: EvalFile, *, n: int) -> FileNgrams:
-    """One evaluation file -> its ``FileNgrams``. A passage of fewer than n words has no n-gram
-    and is skipped (counted)."""
-    parts, passages, short = [], 0, 0
-    cache: dict = {}
-    for text in read_passages(file):
-        grams = ngrams.text_ngrams(text, n, cache)
-        passages += 1
-        short += not len(grams)
-        parts.append(grams)
-    hashes = np.unique(np.concatenate(parts + [np.empty(0, np.uint64)]))
-    return FileNgrams(set_index=file.set_index, hashes=hashes, passages=passages, short=short)
+def whole_eval_set(options: DecontaminateOptions) -> ngrams.EvalSet:
+    """Every evaluation file's n-grams in one set, read here (the dry run's sample check; the
+    pipeline never gathers them)."""
+    hashes, masks = [np.empty(0, np.uint64)], [np.empty(0, np.uint64)]
+    for file in options.files:
+        for value in eval_join.eval_pieces(file, n=options.n, shards=1):
+            if not isinstance(value, beam.pvalue.TaggedOutput):
+                set_index, piece = value[1]
+                hashes.append(piece)
+                masks.append(np.full(len(piece), 1 << set_index, dtype=np.uint64))
+    return eval_join.union(options.n, np.concatenate(hashes), np.concatenate(masks))
 
 
-def build_eval_set(parts, *, n: int, names: tuple[str, ...]) -> tuple[ngrams.EvalSet, dict]:
-    """``file_ngrams`` results -> the EvalSet and the report's ``eval_sets`` section."""
-    parts = sorted(parts, key=lambda part: part.set_index)
+def eval_report(stats, set_ngrams, *, names: tuple[str, ...]) -> dict:
+    """The report's ``eval_sets`` section: ``stats`` every file's ``eval_join.FileStats``,
+    ``set_ngrams`` (set index, distinct n-grams) summed over the shards."""
+    ngram_counts = dict(set_ngrams)
     report = {}
     for index, name in enumerate(names):
-        mine = [part for part in parts if part.set_index == index]
-        distinct = np.unique(np.concatenate([p.hashes for p in mine]
-                                            + [np.empty(0, np.uint64)]))
-        report[name] = {"files": len(mine), "passages": sum(p.passages for p in mine),
-                        "short_passages": sum(p.short for p in mine), "ngrams": len(distinct)}
-    return ngrams.EvalSet.build(((p.set_index, p.hashes) for p in parts), n=n), report
+        mine = [row for row in stats if row.set_index == index]
+        report[name] = {"files": len(mine), "passages": sum(r.passages for r in mine),
+                        "short_passages": sum(r.short for r in mine),
+                        "ngrams": ngram_counts.get(index, 0)}
+    return report
 
 
 def scan_counts(match: ngrams.Match, *, subset: str, dropped: bool, names) -> list[tuple]:
@@ -101,24 +90,44 @@ def scan_counts(match: ngrams.Match, *, subset: str, dropped: bool, names) -> li
     return rows
 
 
-class _ScanFn(beam.DoFn):
-    """(Chunk, EvalSet) -> the chunk less its dropped documents; decisions (file, (line,
-    reason)) and report rows as tagged outputs."""
+class _ProbeFn(beam.DoFn):
+    """Chunk -> (shard, ``eval_join.Probe``) for each shard its n-grams touch."""
 
-    def __init__(self, *, mode: str, names: tuple[str, ...]):
-        self._redact = mode == "redact"
-        self._names = names
+    def __init__(self, *, n: int, shards: int):
+        self._n, self._shards = n, shards
 
     def setup(self):
         self._cache = {}  # word -> hash: speed only
 
-    def process(self, chunk: Chunk, eval_set: ngrams.EvalSet):
+    def process(self, chunk: Chunk):
+        yield from eval_join.chunk_probes(chunk, n=self._n, shards=self._shards,
+                                          cache=self._cache)
+
+
+class _ApplyFn(beam.DoFn):
+    """(chunk key, {"chunk": [Chunk], "hits": [Hits]}) -> the chunk less its dropped
+    documents; decisions (file, (line, reason)) and report rows as tagged outputs."""
+
+    def __init__(self, *, mode: str, names: tuple[str, ...], n: int):
+        self._redact = mode == "redact"
+        self._names = names
+        self._n = n
+
+    def setup(self):
+        self._cache = {}  # word -> hash: speed only
+
+    def process(self, keyed):
+        _, grouped = keyed
+        (chunk,) = grouped["chunk"]
+        found_by_doc = eval_join.doc_hits(grouped["hits"])
         kept = []
-        for doc in chunk.documents:
-            found = ngrams.match(doc.text, eval_set, redact=self._redact, cache=self._cache)
-            if found is None:
+        for index, doc in enumerate(chunk.documents):
+            if index not in found_by_doc:
                 kept.append(doc)
                 continue
+            positions, masks = found_by_doc[index]
+            found = ngrams.match_at(doc.text, positions, masks, n=self._n,
+                                    redact=self._redact, cache=self._cache)
             dropped = not self._redact or not found.text.strip()
             if not dropped:
                 kept.append(doc)  # cut by the main pipeline, from the same set
@@ -166,26 +175,47 @@ class Decontaminate(beam.PTransform):
 
     def expand(self, chunks):
         options, directory = self._options, self._directory
-        built = (chunks.pipeline
-                 | "ListEvalFiles" >> beam.Create(options.files)
-                 | "EvalNgrams" >> beam.Map(file_ngrams, n=options.n)
-                 | "AllEvalFiles" >> beam.combiners.ToList()
-                 | "BuildEvalSet" >> beam.Map(build_eval_set, n=options.n, names=options.names))
-        eval_set = built | "EvalSetOnly" >> beam.Map(lambda pair: pair[0])
+        read = (chunks.pipeline
+                | "ListEvalFiles" >> beam.Create(options.files)
+                | "EvalNgrams" >> beam.FlatMap(eval_join.eval_pieces, n=options.n,
+                                               shards=options.shards).with_outputs(
+                                                   "stats", main="pieces"))
+        shard_sets = read.pieces | "ShardSets" >> beam.CombinePerKey(
+            eval_join.ShardSetFn(n=options.n))
         if options.mode == "redact":
-            _ = eval_set | "WriteEvalSet" >> beam.Map(
-                lambda s: _write(directory, EVAL_NGRAMS_NAME, s.to_bytes()))
-        scanned = chunks | "Scan" >> beam.ParDo(
-            _ScanFn(mode=options.mode, names=options.names),
-            beam.pvalue.AsSingleton(eval_set)).with_outputs("decisions", "counts", main="chunks")
+            _ = shard_sets | "WriteEvalSets" >> beam.MapTuple(
+                lambda shard, s: _write(directory, eval_shard_name(shard, options.shards),
+                                        s.to_bytes()))
+        probes = chunks | "Probe" >> beam.ParDo(_ProbeFn(n=options.n, shards=options.shards))
+        hits = ((shard_sets, probes) | "SetsAndProbes" >> beam.Flatten()
+                | "ByShard" >> beam.GroupByKey()
+                | "JoinShard" >> beam.FlatMap(lambda kv: eval_join.join_shard(kv[1])))
+        scanned = ({"chunk": chunks | "KeyChunks" >> beam.WithKeys(eval_join.chunk_key),
+                    "hits": hits}
+                   | "HitsPerChunk" >> beam.CoGroupByKey()
+                   | "Apply" >> beam.ParDo(_ApplyFn(mode=options.mode, names=options.names,
+                                                    n=options.n)).with_outputs(
+                       "decisions", "counts", main="chunks"))
         counts = (scanned.counts | "SumCounts" >> beam.CombinePerKey(sum)
                   | "AllCounts" >> beam.combiners.ToList())
-        _ = built | "WriteReport" >> beam.Map(
-            lambda pair, rows: _write(directory, REPORT_NAME, json.dumps(
-                report(options=options, eval_sets=pair[1], counts=rows),
+        stats = read.stats | "AllStats" >> beam.combiners.ToList()
+        set_ngrams = (shard_sets
+                      | "SetNgrams" >> beam.FlatMap(lambda kv: eval_join.set_ngram_counts(
+                          kv[1], sets=len(options.names)))
+                      | "SumSetNgrams" >> beam.CombinePerKey(sum)
+                      | "AllSetNgrams" >> beam.combiners.ToList())
+        _ = stats | "WriteReport" >> beam.Map(
+            lambda rows, ngram_rows, count_rows: _write(directory, REPORT_NAME, json.dumps(
+                report(options=options, counts=count_rows,
+                       eval_sets=eval_report(rows, ngram_rows, names=options.names)),
                 sort_keys=True).encode()),
-            beam.pvalue.AsSingleton(counts))
+            beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts))
         return {"chunks": scanned.chunks, "drops": scanned.decisions}
+
+
+def eval_shard_name(shard: int, shards: int) -> str:
+    """One shard's evaluation n-grams, written to redact (``Redactor.load`` reads them)."""
+    return f"{EVAL_NGRAMS_PREFIX}-{shard:05d}-of-{shards:05d}.bin"
 
 
 def read_report(directory: str) -> dict:
@@ -205,10 +235,15 @@ class Redactor:
 
     @classmethod
     def load(cls, directory: str) -> "Redactor":
-        path = storage.join(directory, EVAL_NGRAMS_NAME)
-        fs, stripped = storage.filesystem(path)
-        with fs.open(stripped, "rb") as handle:
-            return cls(ngrams.EvalSet.from_bytes(handle.read()))
+        sets = []
+        fs, stripped = storage.filesystem(storage.join(directory, EVAL_NGRAMS_PREFIX))
+        for path in sorted(fs.glob(stripped + "-*-of-*.bin")):
+            with fs.open(path, "rb") as handle:
+                sets.append(ngrams.EvalSet.from_bytes(handle.read()))
+        if not sets:  # no evaluation n-gram at all: nothing to cut
+            return cls(ngrams.EvalSet(1, np.empty(0, np.uint64), np.empty(0, np.uint64)))
+        return cls(eval_join.union(sets[0].n, np.concatenate([s.hashes for s in sets]),
+                                   np.concatenate([s.sets for s in sets])))
 
     def redact(self, text: str) -> str:
         found = ngrams.match(text, self._eval_set, redact=True, cache=self._cache)

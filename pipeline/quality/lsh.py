@@ -1,5 +1,6 @@
 """LSH banding of MinHash signatures (Leskovec, Rajaraman, Ullman, "Mining of Massive
-Datasets", ch. 3.4): documents that agree on every row of some band become candidates.
+Datasets", ch. 3.4): documents that agree on every row of some band become candidates, each
+with its next ``NEIGHBOURS`` documents of that band key in (file, line) order.
 
 A signature of ``perm`` values splits into ``bands`` bands of ``rows = perm // bands`` values.
 Two documents of Jaccard similarity ``s`` share at least one band with probability
@@ -49,11 +50,17 @@ def threshold(*, rows: int, bands: int) -> float:
     return (1.0 / bands) ** (1.0 / rows)
 
 
-def star_edges(members) -> list[tuple]:
-    """The candidate edges of one band group: its lowest member to each other one (a star, so
-    a group of ``n`` gives ``n - 1`` edges, not ``n^2 / 2``; the group stays connected)."""
+NEIGHBOURS = 1
+
+
+def neighbour_edges(members, *, neighbours: int = NEIGHBOURS) -> list[tuple]:
+    """The candidate edges of one band group: in (file, line) order, each member to its next
+    ``neighbours`` members (``neighbours * n`` edges at most, not ``n^2 / 2``; the group stays
+    connected). A chain of revisions in one group keeps its links: a star from the lowest
+    member would pair it with revisions too far from it to verify, and cut the chain."""
     ordered = sorted(set(members))
-    return [(ordered[0], other) for other in ordered[1:]]
+    return [(ordered[i], ordered[j]) for i in range(len(ordered))
+            for j in range(i + 1, min(i + 1 + neighbours, len(ordered)))]
 
 
 def band_columns(docs, *, bands: int) -> dict:
@@ -80,11 +87,11 @@ def shard_columns(columns: dict, *, shards: int):
         yield int(shard[start]), {name: values[rows] for name, values in columns.items()}
 
 
-def sorted_star_edges(parts) -> set[tuple]:
+def sorted_neighbour_edges(parts, *, neighbours: int = NEIGHBOURS) -> set[tuple]:
     """The candidate edges of some ``band_columns`` parts holding whole band keys, as
-    ((file, line), (file, line)) pairs: per band key, its lowest (file, line) to each other one
-    (``star_edges`` of every band group at once, by one numpy sort instead of a shuffle group
-    per key)."""
+    ((file, line), (file, line)) pairs: per band key, each (file, line) to its next
+    ``neighbours`` ones (``neighbour_edges`` of every band group at once, by one numpy sort
+    instead of a shuffle group per key; the edges come out as columns, never a list per key)."""
     parts = list(parts)
     if not parts:
         return set()
@@ -94,8 +101,11 @@ def sorted_star_edges(parts) -> set[tuple]:
     band, digest, file, line = band[order], digest[order], file[order], line[order]
     change = np.ones(len(band), dtype=bool)
     change[1:] = (band[1:] != band[:-1]) | (digest[1:] != digest[:-1])
-    head = np.flatnonzero(change)[np.cumsum(change) - 1]  # each row's run's first row
-    other = np.flatnonzero(~change)
-    head = head[other]
-    return set(zip(zip(file[head].tolist(), line[head].tolist()),
-                   zip(file[other].tolist(), line[other].tolist())))
+    run = np.cumsum(change)  # each row's band key, numbered in sorted order
+    edges: set = set()
+    for step in range(1, neighbours + 1):
+        lower = np.flatnonzero(run[:-step] == run[step:])
+        upper = lower + step
+        edges.update(zip(zip(file[lower].tolist(), line[lower].tolist()),
+                         zip(file[upper].tolist(), line[upper].tolist())))
+    return edges

@@ -6,8 +6,8 @@ signature: ``pipeline.quality.minhash``, None for a document without words) and
 1. ``Batch``: per bundle, the survivors' band keys (``pipeline.quality.lsh``) as numpy columns,
    one batch per shard of the key (``BAND_SHARDS``), and their signatures, one batch per shard
    of (file, line) (``SIGNATURE_SHARDS``): a few elements per bundle, not ``bands`` per
-   document -> ``GroupByBandShard`` -> per shard, one sort gives each key's star (its lowest
-   document to each other one: ``n - 1`` edges);
+   document -> ``GroupByBandShard`` -> per shard, one sort gives each key's candidates (each
+   document to its next ``lsh.NEIGHBOURS`` in (file, line) order: at most ``2n`` edges);
 2. ``Verify``: one join by signature shard (the ends of the edges with the signatures) and
    one grouping by edge (which also drops the copies of an edge from several bands) score each
    candidate; those whose estimated Jaccard is at least ``threshold`` are kept;
@@ -114,7 +114,7 @@ class _BatchFn(beam.DoFn):
 def edge_ends(_, parts):
     """A band shard's columns -> its candidate edges' ends, batched by signature shard."""
     ends: dict = {}
-    for edge in lsh.sorted_star_edges(parts):
+    for edge in lsh.sorted_neighbour_edges(parts):
         for position in edge:
             ends.setdefault(signature_shard(position), []).append((position, edge))
     for shard, rows in ends.items():

@@ -222,11 +222,20 @@ def match(text: str, eval_set: EvalSet, *, redact: bool, cache: dict | None = No
     found, masks = eval_set.find(text_ngrams(text, eval_set.n, cache))
     if not len(found):
         return None
+    return match_at(text, found, masks, n=eval_set.n, redact=redact, cache=cache)
+
+
+def match_at(text: str, found: np.ndarray, masks: np.ndarray, *, n: int, redact: bool,
+             cache: dict | None = None) -> Match:
+    """``match`` from hits already looked up: ``found`` the positions (first-word indices) of
+    ``text``'s n-grams held by the evaluation sets, in any order, and ``masks`` each one's set
+    bitmask (``pipeline.quality.eval_join`` finds them shard by shard)."""
+    order = np.argsort(found, kind="stable")
+    found, masks = found[order], masks[order]
     if not redact:
         return Match(ngrams=len(found), sets=_per_set(masks))
     # Only documents that match pay for the word offsets; the same words, so the same hits.
     items, offsets = word_spans(text)
-    found, masks = eval_set.find(ngram_hashes(word_hashes(items, cache), eval_set.n))
-    runs = covered_runs(found, n=eval_set.n, count=len(items))
+    runs = covered_runs(found, n=n, count=len(items))
     spans = np.stack([offsets[runs[:, 0], 0], offsets[runs[:, 1], 1]], axis=1)
     return Match(ngrams=len(found), sets=_per_set(masks), spans=spans, text=cut(text, spans))

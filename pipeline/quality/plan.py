@@ -19,10 +19,12 @@ import dataclasses
 from pipeline.config import PipelineConfig, mixture_weights
 from pipeline.quality import eval_sets
 from pipeline.quality.decontaminate import DecontaminateOptions
+from pipeline.quality.eval_join import files_bytes, shard_count
 from pipeline.quality.exclusion import ExclusionSources
 from pipeline.quality.exclusion import resolve as resolve_exclusion
 from pipeline.quality.near_dup import NearDupOptions
 from pipeline.read.inputs import InputFile
+from schemas.block_shuffle import DEFAULT_SPEC, BlockShuffleSpec
 
 TOKENS = "tokens"  # the mixture's source with --subset_tokens
 WEIGHTS = "weights"  # with a JSON object of --subset_weights
@@ -42,6 +44,7 @@ class QualityPlan:
     budgets: dict = dataclasses.field(default_factory=dict)  # --subset_tokens: tokens
     mixture: str = ""  # the manifest's mixture.source: "", "pile-v1", "weights" or "tokens"
     shuffle: bool = False  # --shuffle=global
+    shuffle_spec: BlockShuffleSpec = DEFAULT_SPEC  # its blocks and windows
     seed: int = 0  # of the mixture's draws and of the shuffle
 
     def __post_init__(self):
@@ -114,11 +117,12 @@ def plan_quality(config: PipelineConfig, *, inputs: list[InputFile]) -> QualityP
     options = config.quality
     decontaminate = None
     if options.decontaminate:
+        files = eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
+                                  inputs=inputs)
         decontaminate = DecontaminateOptions(
-            files=eval_sets.resolve(options.decontaminate, field=options.decontaminate_field,
-                                    inputs=inputs),
-            names=options.decontaminate, n=options.decontaminate_ngram,
-            mode=options.decontaminate_mode, field=options.decontaminate_field)
+            files=files, names=options.decontaminate, n=options.decontaminate_ngram,
+            mode=options.decontaminate_mode, field=options.decontaminate_field,
+            shards=shard_count(files_bytes(files)))
     sources = resolve_exclusion(options.exclude_docs_from, inputs=inputs, output=config.output)
     budgets = mixture_weights.parse_budgets(options.subset_tokens)
     return QualityPlan(
@@ -128,4 +132,6 @@ def plan_quality(config: PipelineConfig, *, inputs: list[InputFile]) -> QualityP
         decontaminate=decontaminate,
         weights=mixture_weights.parse_weights(options.subset_weights), budgets=budgets,
         mixture=_mixture_source(weights=options.subset_weights, budgets=budgets),
-        shuffle=options.shuffle == "global", seed=config.training.seed)
+        shuffle=options.shuffle == "global", seed=config.training.seed,
+        shuffle_spec=BlockShuffleSpec(block_records=options.shuffle_block_records,
+                                      window_blocks=options.shuffle_window_blocks))

@@ -52,14 +52,12 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
     """Sampling pipeline, then SentencePiece training into ``output``; returns the record the
     manifest keeps about the training. ``run_job`` runs the sampling pipeline to its end (the
     launcher's binds its job to the output's claim); None: ``p.run().wait_until_finish()``."""
-    from pipeline.tokenize.training_sample import DrawTokenizerSample, load_sample
+    from pipeline.tokenize.training_sample import DrawTokenizerSample, load_sample, remove_sample
     from tokenizer.spec import TrainOptions
     from tokenizer.train import train_from_texts
 
     sample_dir = storage.join(output, SAMPLE_DIR)
-    fs, stripped = storage.filesystem(sample_dir)
-    if fs.exists(stripped):
-        fs.rm(stripped, recursive=True)
+    remove_sample(sample_dir)  # an interrupted run's; only pilepack's own files
     started = time.time()
     p = beam.Pipeline(options=PipelineOptions(beam_args))
     files = p | "ListInputs" >> beam.Create(inputs)
@@ -71,7 +69,7 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
         p.run().wait_until_finish()
     else:
         run_job(p)
-    pieces = load_sample(sample_dir) if fs.exists(stripped) else []
+    pieces = load_sample(sample_dir)
     sampling_seconds = time.time() - started
     if not pieces:
         raise TokenizerError(
@@ -88,7 +86,7 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
              training.vocab_size, len(pieces), sum(per_subset.values()))
     trained = train_from_texts(texts=(text for _, text in pieces), output_dir=output,
                                options=options)
-    fs.rm(stripped, recursive=True)
+    remove_sample(sample_dir)
     return {
         "sample_bytes": sum(per_subset.values()),
         "sample_pieces": len(pieces),

@@ -16,8 +16,10 @@ from the seed, and its memory is the sample itself (kept pieces), not the input.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import re
 import struct
 
 import apache_beam as beam
@@ -104,6 +106,12 @@ class _DrawFn(beam.DoFn):
                     yield file.index, (u, doc.subset, piece)
 
 
+# The names ``write_sample_file`` gives, and its temporary files': the only files in the sample
+# directory that are pilepack's (a user's own files there are never read or removed).
+SAMPLE_FILE = re.compile(r"sample-\d{5,}\.jsonl")
+_SAMPLE_TMP = re.compile(rf"{re.escape(storage.TMP_MARKER)}[0-9a-f]+-{SAMPLE_FILE.pattern}")
+
+
 def write_sample_file(pieces, *, directory: str, file_index: int) -> str:
     """One input file's kept pieces -> ``sample-{file:05d}.jsonl`` in priority order.
 
@@ -112,7 +120,7 @@ def write_sample_file(pieces, *, directory: str, file_index: int) -> str:
     depends only on the input and the seed.
     """
     rows = sorted(pieces)
-    path = storage.join(directory, f"sample-{file_index:05d}.jsonl")
+    path = storage.join(directory, f"sample-{file_index:05d}.jsonl")  # as SAMPLE_FILE says
     with storage.atomic_open(path, "wb") as handle:
         handle.write("".join(json.dumps({"u": u, "subset": subset, "text": piece}) + "\n"
                              for u, subset, piece in rows).encode())
@@ -161,11 +169,36 @@ class DrawTokenizerSample(beam.PTransform):
         return rates
 
 
+def sample_files(directory: str, *, temporary: bool = False) -> list[str]:
+    """The sample files in ``directory`` (file-system paths, sorted; with ``temporary``, an
+    interrupted write's too); none when it does not exist."""
+    fs, stripped = storage.filesystem(directory)
+    try:
+        names = fs.ls(stripped, detail=False)
+    except FileNotFoundError:
+        return []
+    patterns = (SAMPLE_FILE, _SAMPLE_TMP) if temporary else (SAMPLE_FILE,)
+    return sorted(name for name in names
+                  if any(p.fullmatch(name.rstrip("/").rsplit("/", 1)[-1]) for p in patterns))
+
+
+def remove_sample(directory: str) -> None:
+    """Remove the sample files (an earlier run's, or this run's once trained on), and the
+    directory if nothing else is in it; a user's files there stay."""
+    fs, stripped = storage.filesystem(directory)
+    for path in sample_files(directory, temporary=True):
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(path)
+    if storage.is_local(fs):  # object stores have no directories (rmdir could mean a bucket)
+        with contextlib.suppress(OSError):  # not empty: the user's files are in it
+            fs.rmdir(stripped)
+
+
 def load_sample(directory: str) -> list[tuple[str, str]]:
     """All sample pieces as (subset, text), in priority order (deterministic for a seed)."""
-    fs, stripped = storage.filesystem(directory)
+    fs, _ = storage.filesystem(directory)
     rows = []
-    for path in sorted(fs.glob(stripped.rstrip("/") + "/sample-*.jsonl")):
+    for path in sample_files(directory):
         with fs.open(path, "rb") as handle:
             for line in handle:
                 row = json.loads(line)

@@ -11,8 +11,9 @@ window. Shard names and bytes do not depend on the runner, the number of workers
 order or retries.
 
 Reads: the input's order copies whole byte ranges (one read per window). The shuffled order
-reads one record (``frame_bytes``) at a random offset of a part: cheap on local disks and EFS
-(the page cache holds the parts), a ranged GET each on object stores.
+reads the blocks of a window of its block shuffle (``schemas.block_shuffle``), one ranged read
+(a GET on object stores) per block of ``block_records`` neighbouring records, and picks the
+window's records out of them in their shuffled order: memory is one such window.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import apache_beam as beam
+import numpy as np
 
 from common import storage
 from common.errors import DataError
-from pipeline.write.order import InputOrder, Order, Range, plan_ordered_shards
+from pipeline.write.order import InputOrder, Order, Range, Window, plan_ordered_shards
 from pipeline.write.shard_plan import ShardPlan, records_per_shard
+from schemas.block_shuffle import DEFAULT_SPEC, BlockShuffleSpec
 from schemas.records import RecordSpec, frame_bytes
 
 WINDOW_BYTES = 16 << 20
@@ -115,6 +118,14 @@ def read_ranges(ranges: Sequence[Range], *, parts: _Parts, frame_bytes: int, sha
     return buffer
 
 
+def window_frames(window: Window, *, parts: _Parts, frame_bytes: int, shard: str):
+    """A window's frames in their order: its ranges read, then its picks taken."""
+    data = read_ranges(window.ranges, parts=parts, frame_bytes=frame_bytes, shard=shard)
+    if window.picks is None:
+        return data
+    return np.frombuffer(data, dtype=np.uint8).reshape(-1, frame_bytes)[window.picks].tobytes()
+
+
 def assemble_shard(plan: ShardPlan, *, directory: str, frame_bytes: int,
                    order: Order = InputOrder(), window_bytes: int = WINDOW_BYTES,
                    sinks: Sequence = ()) -> ShardInfo:
@@ -131,8 +142,8 @@ def assemble_shard(plan: ShardPlan, *, directory: str, frame_bytes: int,
             storage.atomic_open(storage.join(directory, plan.name), "wb") as out, \
             contextlib.ExitStack() as stack:
         others = [stack.enter_context(sink) for sink in sinks]
-        for ranges in order.windows(plan.pieces, window_records=window):
-            data = read_ranges(ranges, parts=parts, frame_bytes=frame_bytes, shard=plan.name)
+        for frames in order.windows(plan.pieces, window_records=window):
+            data = window_frames(frames, parts=parts, frame_bytes=frame_bytes, shard=plan.name)
             out.write(data)
             digest.update(data)
             size += len(data)
@@ -159,7 +170,8 @@ class _AssembleFn(beam.DoFn):
 
 class WriteShards(beam.PTransform):
     """PCollection[PartInfo] -> PCollection[ShardInfo] (after every part is written); records
-    in the input's order, or globally shuffled by ``shuffle_seed``. ``formats``: the formats
+    in the input's order, or globally shuffled by ``shuffle_seed`` in ``shuffle``'s blocks and
+    windows (``schemas.block_shuffle``). ``formats``: the formats
     built from records (``pipeline.write.formats.base.RECORDS``); each writes every shard's
     records too (its ``shard_sink``), its files (``FormatFile``) in the output as well.
 
@@ -168,26 +180,28 @@ class WriteShards(beam.PTransform):
     """
 
     def __init__(self, *, directory: str, split: str, shard_bytes: int, spec: RecordSpec,
-                 shuffle_seed: int | None = None, formats: Sequence = ()):
+                 shuffle_seed: int | None = None,
+                 shuffle: BlockShuffleSpec = DEFAULT_SPEC, formats: Sequence = ()):
         super().__init__()
         self._directory = directory
         self._formats = tuple(formats)
         self._split = split
         self._spec = spec
         self._seed = shuffle_seed
+        self._shuffle = shuffle
         self._frame_bytes = frame_bytes(spec)
         self._per_shard = records_per_shard(shard_bytes=shard_bytes,
                                             frame_bytes=self._frame_bytes)
 
     def expand(self, parts):
-        split, per_shard, seed = self._split, self._per_shard, self._seed
+        split, per_shard, seed, shuffle = self._split, self._per_shard, self._seed, self._shuffle
         seq_len, size = self._spec.seq_len, self._frame_bytes
         planned = (
             parts
             | "AllParts" >> beam.combiners.ToList()
             | "PlanShards" >> beam.Map(lambda infos: plan_ordered_shards(
                 infos, split=split, per_shard=per_shard, seq_len=seq_len, frame_bytes=size,
-                seed=seed))
+                seed=seed, shuffle=shuffle))
         )
         order = planned | "Order" >> beam.Map(lambda planned: planned[0])
         return (

@@ -63,6 +63,8 @@ def test_one_and_two_workers_write_the_same_arrayrecord_files(one_file, tiny_mod
     assert run.main([*common, "--output", str(tmp_path / "two"), *TWO_WORKERS]) == 0
     one, two = manifest.load(str(tmp_path / "one")).doc, manifest.load(str(tmp_path / "two")).doc
     assert comparable(two) == comparable(one)
+    assert {k: one["shuffle"][k] for k in ("mode", "block_records", "window_blocks")} == {
+        "mode": "global", "block_records": 256, "window_blocks": 16}  # the defaults, recorded
     files = _files(tmp_path / "one")
     assert _files(tmp_path / "two") == files
     arrayrecords = sorted(p for p in files if p.endswith(".array_record"))

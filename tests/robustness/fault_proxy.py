@@ -4,6 +4,7 @@ Every ``every``-th request (counted over all requests, 1-based) is answered by t
 itself with an S3-style error instead of being forwarded, alternating ``503 SlowDown`` and
 ``500 InternalError``, at most ``max_faults`` times. Clients reach it as an ordinary S3
 endpoint (``AWS_ENDPOINT_URL``), so the retries under test are the real client's.
+``GetCounter`` is the same proxy without faults, counting GETs.
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ class FaultProxy:
             fault = FAULTS[len(self.faults) % len(FAULTS)]
             self.faults.append((method, path, fault[0]))
             return fault
+
+
+class Recorder(FaultProxy):
+    """Forwards every request, recording (method, path with query)."""
+
+    def __init__(self, upstream: str):
+        super().__init__(upstream, every=2, max_faults=0)
+        self.seen: list[tuple[str, str]] = []
+
+    def next_fault(self, method: str, path: str):
+        self.seen.append((method, path))  # and no fault: None
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -120,3 +132,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             conn.close()
 
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
+
+
+class GetCounter(FaultProxy):
+    """Forwards every request (never a fault), recording the path of each GET whose path
+    holds ``marker``: a test's, or a bench's, count of ranged reads."""
+
+    def __init__(self, upstream: str, *, marker: str):
+        super().__init__(upstream, every=2, max_faults=0)
+        self.marker = marker
+        self.gets: list[str] = []
+
+    def next_fault(self, method: str, path: str):  # never a fault: None
+        if method == "GET" and self.marker in path:
+            with self._lock:
+                self.gets.append(path)

@@ -243,14 +243,25 @@ def _commit_fn(out, *, run_id: str) -> _CommitManifestFn:
 # --- only pilepack's own leftovers are deleted ------------------------------------------------
 
 def test_a_users_tfrecords_in_output_survive_runs_and_overwrites(corpus, tokenizer_model,
-                                                                 tmp_path):
-    out = tmp_path / "data"  # split "data": the user's files are named like its shards
+                                                                 tmp_path, capsys):
+    out = tmp_path / "data"  # split "data"
     out.mkdir()
-    users = {"data-00000-of-00010.tfrecord": b"the user's own records",
-             "data-00009-of-00010.tfrecord": b"more of them", "notes.txt": b"keep"}
-    for name, data in users.items():
+    # Named like split "data"'s shards: the run could overwrite them, so it refuses untouched.
+    clashing = {"data-00000-of-00001.tfrecord": b"the user's own records",
+                "data-00009-of-00010.tfrecord": b"more of them"}
+    users = {"mine-00000-of-00010.tfrecord": b"other records", "notes.txt": b"keep"}
+    for name, data in {**clashing, **users}.items():
         (out / name).write_bytes(data)
     args = ["--input", corpus, "--output", out, "--tokenizer_model", tokenizer_model, *SMALL]
+    capsys.readouterr()
+    assert run_inprocess(*args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out} holds data-00000-of-00001.tfrecord, "
+                          "data-00009-of-00010.tfrecord: named like") and "move or" in err, err
+    assert sorted(p.name for p in out.iterdir()) == sorted({**clashing, **users})
+    assert _claim_of(out) is None
+    for name in clashing:  # moved away: the others survive runs and overwrites
+        (out / name).unlink()
     assert run_inprocess(*args) == 0
     assert run_inprocess(*args, "--overwrite") == 0
     for name, data in users.items():

@@ -10,14 +10,16 @@ precondition is sent, and GCS enforces it.
 
 from __future__ import annotations
 
+import http.server
+import json
 import threading
 
 import pytest
 
 from common import compare_and_swap, storage
 from pipeline.launch import claim
-from tests.conftest import use_gcs_environment
-from tests.robustness.fault_proxy import FaultProxy
+from tests.conftest import clear_gcsfs_cache, use_gcs_environment
+from tests.robustness.fault_proxy import Recorder
 from tests.robustness.helpers import SMALL, comparable, load, python_module, run_inprocess
 from tests.robustness.test_s3 import _upload_inputs
 
@@ -89,7 +91,7 @@ def test_conditional_writes_on_gcs_take_one_winner_and_refuse_stale_generations(
 def test_conditional_requests_name_the_generation(gcs, gcs_server, monkeypatch):
     """Each write names the generation it expects (0: none), deletes included."""
     path = gcs.url("out/.pilepack-claim.json")
-    with _Recorder(gcs_server) as proxy:
+    with Recorder(gcs_server) as proxy:
         use_gcs_environment(monkeypatch, proxy.url)
         assert compare_and_swap.create_exclusive(path, b"a")
         held = compare_and_swap.read(path)
@@ -126,13 +128,80 @@ def test_failed_upload_leaves_no_object_on_gcs(gcs):
     assert gcs.get("out/small.tfrecord") == b"complete"
 
 
-class _Recorder(FaultProxy):
-    """Forwards every request, recording (method, path with query)."""
 
-    def __init__(self, upstream: str):
-        super().__init__(upstream, every=2, max_faults=0)
-        self.seen: list[tuple[str, str]] = []
+def _small_input(tmp_path) -> str:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"text": "A short line of prose, enough to be read."}) + "\n")
+    return str(source)
 
-    def next_fault(self, method: str, path: str):
-        self.seen.append((method, path))
-        return None
+
+def test_a_missing_gcs_bucket_is_named_at_once(gcs, gcs_server, tmp_path, monkeypatch, capsys):
+    """A mistyped bucket is not a lost race: one line naming it, after one attempt."""
+    with Recorder(gcs_server) as proxy:
+        use_gcs_environment(monkeypatch, proxy.url)
+        code = run_inprocess("--input", _small_input(tmp_path),
+                             "--output", "gs://no-such-bucket-typo/train", "--vocab_size=400")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "the bucket gs://no-such-bucket-typo does not exist" in err, err
+    assert "Traceback" not in err and "claim it" not in err
+    assert [method for method, _ in proxy.seen if method == "POST"] == ["POST"], proxy.seen
+
+
+def test_a_gcs_server_answering_403_is_one_line(gcs, tmp_path, monkeypatch, capsys):
+    with _Forbidding() as url:
+        use_gcs_environment(monkeypatch, url)
+        code = run_inprocess("--input", _small_input(tmp_path), "--output", gcs.url("train"),
+                             "--vocab_size=400")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"error: {gcs.url('train')}/") and err.count("\n") == 1, err
+    assert "access denied" in err and "roles/storage.objectAdmin" in err
+
+
+def test_missing_gcs_credentials_are_one_line(tmp_path, monkeypatch, capsys):
+    """No emulator, and a key file that does not exist: the client refuses before any request."""
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "nonexistent.json"))
+    monkeypatch.setenv("NO_GCE_CHECK", "True")  # no metadata server to wait for here
+    clear_gcsfs_cache()
+    code = run_inprocess("--input", _small_input(tmp_path), "--output", "gs://some-bucket/train",
+                         "--vocab_size=400")
+    clear_gcsfs_cache()
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: gs://some-bucket/train/") and err.count("\n") == 1, err
+    assert "no Google Cloud credentials" in err and "GOOGLE_APPLICATION_CREDENTIALS" in err
+
+
+class _Forbidding:
+    """A GCS JSON API endpoint that answers every request 403, as a bucket does to an account
+    without access."""
+
+    def __enter__(self) -> str:
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ForbiddingHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _ForbiddingHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _forbid(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        message = "caller does not have storage.objects.create access"
+        body = json.dumps({"error": {"code": 403, "message": message,
+                                     "errors": [{"reason": "forbidden", "message": message}]}})
+        self.send_response(403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forbid

@@ -17,7 +17,7 @@ from common import storage
 from datagen.pile_files import pile_doc, write_jsonl_gz, write_jsonl_zst
 from tests.conftest import ACCESS_KEY, clear_s3fs_cache, s3_environment, use_s3_environment
 from tests.robustness.conftest import good_docs
-from tests.robustness.fault_proxy import FaultProxy
+from tests.robustness.fault_proxy import FaultProxy, Recorder
 from tests.robustness.helpers import SMALL, comparable, load, python_module, run_inprocess
 
 
@@ -149,3 +149,18 @@ def test_s3_output_is_never_clobbered_and_leftovers_are_removed(s3, tmp_path, to
     assert run_inprocess(*args) == 0
     assert s3.keys("out/train/") == sorted(keys)
     assert comparable(load(s3.url("out/train"))) == comparable(json.loads(manifest))
+
+
+def test_a_missing_s3_bucket_is_named_at_once(s3, s3_server, tmp_path, monkeypatch, capsys):
+    """A mistyped bucket is not a lost race: one line naming it, after one attempt."""
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"text": "A short line of prose, enough to be read."}) + "\n")
+    with Recorder(s3_server) as proxy:
+        use_s3_environment(monkeypatch, proxy.url)
+        code = run_inprocess("--input", source, "--output", "s3://no-such-bucket-typo/train",
+                             "--vocab_size=400")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "the bucket s3://no-such-bucket-typo does not exist" in err, err
+    assert "Traceback" not in err and "claim it" not in err
+    assert [method for method, _ in proxy.seen if method == "PUT"] == ["PUT"], proxy.seen

@@ -21,7 +21,7 @@ def _doc(tmp_path):
     (tmp_path / "tokenizer.model").write_bytes(b"m")
     summary = Summary()
     summary.add(ShardInfo("train-00000-of-00001.tfrecord", 10, SHA, 1, 4, 0))
-    stats = ReadStats(file_index=0, path="in.jsonl.zst", format="zstd", documents=2)
+    stats = ReadStats(file_index=0, path="in.jsonl.zst", format="zstd", lines=3, documents=2)
     stats.rejected["invalid_json"] += 1
     summary.add(stats)
     tokenizer = {"file": "tokenizer.model", "sha256": SHA, "vocab_size": 300,
@@ -131,3 +131,15 @@ def test_dataset_spec_round_trips_through_the_manifest():
     doc = {**fields, "tokenizer": {"vocab_size": 70000}, "config": {"seq_len": 7}}
     assert DatasetSpec.from_manifest(doc, source="m") == spec
     assert spec.record == RecordSpec(seq_len=7, token_dtype="int32", with_segments=True)
+
+
+def test_the_shuffles_block_sizes_are_optional_and_checked(tmp_path):
+    doc = _doc(tmp_path)
+    # A split shuffled before the blocks: no sizes, still valid.
+    doc["shuffle"] = {"mode": "global", "seed": 0, "algorithm": "feistel-6"}
+    manifest.validate(doc, source="m.json")
+    doc["shuffle"].update(block_records=256, window_blocks=16)
+    manifest.validate(doc, source="m.json")
+    doc["shuffle"]["block_records"] = 0
+    with pytest.raises(manifest.ManifestError, match="shuffle/block_records"):
+        manifest.validate(doc, source="m.json")

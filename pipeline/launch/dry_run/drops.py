@@ -84,7 +84,7 @@ def near_duplicates(signatures: dict, *, options: NearDupOptions) -> tuple[dict,
     for node, signature in signatures.items():
         for key in lsh.band_keys(signature, bands=options.bands):
             groups[key].append(node)
-    candidates = {edge for members in groups.values() for edge in lsh.star_edges(members)}
+    candidates = {edge for members in groups.values() for edge in lsh.neighbour_edges(members)}
     verified = [(a, b) for a, b in sorted(candidates)
                 if minhash.estimate_jaccard(signatures[a], signatures[b]) >= options.threshold]
     centres = components.components(verified, rounds=options.rounds)

@@ -298,9 +298,8 @@ def sample_checks(plan: QualityPlan) -> SampleChecks:
     options = plan.decontaminate
     if options is None:
         return SampleChecks(minhash=near)
-    parts = [decontaminate.file_ngrams(f, n=options.n) for f in options.files]
-    eval_set, _ = decontaminate.build_eval_set(parts, n=options.n, names=options.names)
-    return SampleChecks(minhash=near, eval_set=eval_set, redact=plan.redacts)
+    return SampleChecks(minhash=near, eval_set=decontaminate.whole_eval_set(options),
+                        redact=plan.redacts)
 
 
 def dry_run_split(config: PipelineConfig, beam_args: list[str], *,

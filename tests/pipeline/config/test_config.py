@@ -168,6 +168,8 @@ def test_encoder_flags_offer_exactly_what_the_tokenizer_library_has():
     ({"minhash_perm": 64, "minhash_bands": 24}, "must divide --minhash_perm (64), got 24"),
     ({"shingle_words": 0}, "--shingle_words must be in [1, 64], got 0"),
     ({"shingle_words": 65}, "--shingle_words must be in [1, 64], got 65"),
+    ({"shuffle_block_records": 0}, "--shuffle_window_blocks must be >= 1, got 0 and 16"),
+    ({"shuffle_window_blocks": -1}, "--shuffle_window_blocks must be >= 1, got 256 and -1"),
 ])
 def test_each_bad_near_dup_value_is_refused_naming_its_flag(kwargs, message):
     with pytest.raises(ConfigError) as raised:

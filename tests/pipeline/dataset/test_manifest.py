@@ -117,12 +117,24 @@ def test_summary_refuses_a_statistic_no_total_counts():
 
 def test_accounting_read_is_written_plus_filtered_plus_rejected():
     assert accounting(_summary(_items())) == {
-        "read": 14,  # 8 written + 4 filtered + 2 rejected
+        "read": 14,  # Read's 14 lines: 8 written + 4 filtered + 2 rejected
         "written": 8,
         "filtered": {"blank_line": 3, "empty_text": 1},
         "rejected": {"invalid_json": 2},
     }
     assert accounting(Summary()) == {"read": 0, "written": 0, "filtered": {}, "rejected": {}}
+
+
+def test_accounting_read_is_reads_own_count_not_the_sum_of_the_others():
+    """A stream error is a rejection, not a line; a lost line shows as read > the rest."""
+    truncated = ReadStats(file_index=0, path="in/a.jsonl.zst", format="zstd", lines=4,
+                          stream_errors=1, documents=4, filtered=collections.Counter(),
+                          rejected=collections.Counter({"truncated_stream": 1}))
+    lost = _read_stats(1, "in/b.jsonl", "plain", documents=3, lines=5)  # 2 lines never counted
+    assert accounting(_summary([truncated]))["read"] == 4 + 1  # = 4 written + 1 rejected
+    counts = accounting(_summary([truncated, lost]))
+    assert counts["read"] == 5 + 5 and counts["written"] == 7
+    assert counts["read"] != counts["written"] + 1  # verify's "adds up" fails, as it should
 
 
 def test_build_manifest_totals_come_from_shards_pack_statistics_and_subsets(tmp_path):

@@ -61,7 +61,13 @@ def test_a_typo_of_a_beam_flag_is_named_with_the_beam_flag(capsys):
 @pytest.mark.parametrize("args, name, direct", [
     ([], "DirectRunner", True),
     (["--runner=DirectRunner"], "DirectRunner", True),
-    (["--runner=direct"], "direct", True),
+    (["--runner=direct"], "DirectRunner", True),
+    (["--runner=directrunner"], "DirectRunner", True),  # Beam matches names without case
+    (["--runner=Direct"], "DirectRunner", True),
+    (["--runner=switchingdirect"], "SwitchingDirectRunner", True),
+    (["--runner=dataflow", "--project=p"], "DataflowRunner", False),
+    (["--runner=PrismRunner"], "PrismRunner", False),
+    (["--runner=my.module.CustomRunner"], "CustomRunner", False),
     (["--runner", "FlinkRunner", "--flink_master=localhost:8081"], "FlinkRunner", False),
     (["--runner=DataflowRunner", "--project=p"], "DataflowRunner", False),
 ])

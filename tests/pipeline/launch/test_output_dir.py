@@ -2,12 +2,17 @@
 wrote is cleared (its run record, a replaced manifest, its scratch); everything else is kept."""
 
 import json
+import pathlib
+import signal
+import subprocess
+import sys
 import uuid
 
 import fsspec
 import pytest
 
 from common import storage
+from common.errors import ConfigError
 from pipeline.launch.output_dir import RUN_RECORD, finish, names_pattern, prepare
 from pipeline.quality.split_doc_hashes import hash_file_path
 from pipeline.write.dead_letters import dead_letter_path
@@ -87,25 +92,40 @@ def test_leftovers_an_interrupted_run_recorded_are_removed(tmp_path):
 
 
 def test_without_a_record_only_pilepacks_scratch_is_removed(tmp_path):
-    # Shards of split "train" that no record names could be anyone's: they stay (the run
-    # rewrites those of its own names anyway).
-    _fill(tmp_path, [*LEFTOVERS, *KEPT])
+    _fill(tmp_path, [*SCRATCH, *KEPT])
     prepare(str(tmp_path), overwrite=False, split="train")
-    unrecorded = [name for name in LEFTOVERS if name not in SCRATCH]
-    assert _files(tmp_path) == sorted([*unrecorded, *KEPT, RUN_RECORD])
+    assert _files(tmp_path) == sorted([*KEPT, RUN_RECORD])
 
 
-def test_a_users_files_survive_even_named_like_the_split(tmp_path):
+def test_files_named_like_the_splits_that_no_run_wrote_are_refused_untouched(tmp_path):
+    """A user's ``train-00000-of-00001.tfrecord`` is exactly a shard's name: the run would
+    overwrite it. Unrecorded leftovers of split "train" could be anyone's too."""
+    _fill(tmp_path, ["train-00000-of-00001.tfrecord", *KEPT])
+    with pytest.raises(ConfigError, match=r"holds train-00000-of-00001\.tfrecord: named like "
+                                          r"the files split 'train' writes.*move or rename.*--overwrite"):
+        prepare(str(tmp_path), overwrite=False, split="train")
+    _fill(tmp_path, LEFTOVERS)
+    with pytest.raises(ConfigError, match=r"dead_letters/train-00003\.jsonl.* and 2 more"):
+        prepare(str(tmp_path), overwrite=False, split="train")
+    assert _files(tmp_path) == sorted(["train-00000-of-00001.tfrecord", *LEFTOVERS, *KEPT])
+    prepare(str(tmp_path), overwrite=True, split="train")  # --overwrite: the user gives them up
+    assert RUN_RECORD in _files(tmp_path)
+
+
+def test_a_users_files_named_like_the_split_are_refused_even_if_recorded_foreign(tmp_path):
     users = ["data-00000-of-00010.array_record", "data-00000-of-00010.tfrecord",
              "data-00009-of-00010.tfrecord", "megatron/data-00000-of-00002.bin",
              "megatron/data-00000-of-00002.idx"]
     _fill(tmp_path, users)
-    prepare(str(tmp_path), overwrite=False, split="data")
-    assert _record(tmp_path)["foreign"] == users  # there before pilepack wrote split "data"
-    # Then the run wrote a shard in each format, and died.
-    _fill(tmp_path, ["data-00000-of-00001.tfrecord", "data-00000-of-00001.array_record",
-                     "megatron/data-00000-of-00001.bin", "megatron/data-00000-of-00001.idx"])
-    prepare(str(tmp_path), overwrite=False, split="data")  # the rerun: a record names "data"
+    with pytest.raises(ConfigError, match="data-00000-of-00010.array_record, "):
+        prepare(str(tmp_path), overwrite=False, split="data")
+    assert _files(tmp_path) == users
+    # A record of an earlier pilepack, which kept such files as "foreign" and ran on.
+    (tmp_path / RUN_RECORD).write_text(json.dumps({"run_id": "old", "splits": ["data"],
+                                                   "foreign": users}))
+    with pytest.raises(ConfigError, match="megatron/data-00000-of-00002.idx: named like"):
+        prepare(str(tmp_path), overwrite=False, split="data")
+    prepare(str(tmp_path), overwrite=False, split="other")  # another split's files: no clash
     assert _files(tmp_path) == sorted([*users, RUN_RECORD])
 
 
@@ -149,3 +169,41 @@ def test_the_names_the_writers_use_are_recognised():
                dead_letter_path(split="a-b", file_index=7), hash_file_path(10)]
     assert [bool(names_pattern(["a-b"]).match(name)) for name in written] == [True] * 6
     assert not any(names_pattern(["a"]).match(name) for name in written[:5])
+
+
+
+# A refused launcher, in a process of its own: each attempt writes its temporary claim file in
+# --output, fails to link it, and removes it. (Its file can go first, removed by prepare; then
+# its link fails: this launcher's own error, not the run's.)
+_REFUSED_LAUNCHER = """
+import sys
+from common import compare_and_swap
+print("ready", flush=True)
+while True:
+    try:
+        assert not compare_and_swap.create_exclusive(sys.argv[1], b"another run")
+    except FileNotFoundError:
+        pass
+"""
+
+
+def test_a_temporary_file_that_vanishes_while_prepare_runs_is_no_error(tmp_path):
+    """A refused launcher's temporary claim file (``.inprogress-*``) comes and goes in
+    --output while the run holding the claim prepares it: listed, then gone before removal."""
+    from common import compare_and_swap
+    from schemas.claim import claim_path
+
+    claim = claim_path(str(tmp_path))
+    assert compare_and_swap.create_exclusive(claim, b"held by this run")
+    racer = subprocess.Popen([sys.executable, "-c", _REFUSED_LAUNCHER, claim],
+                             cwd=pathlib.Path(__file__).parents[3], stdout=subprocess.PIPE)
+    try:
+        assert racer.stdout.readline() == b"ready\n"
+        for _ in range(500):
+            prepare(str(tmp_path), overwrite=False, split="train")
+    finally:
+        racer.kill()
+        racer.wait()
+    assert racer.returncode == -signal.SIGKILL  # it ran, refused, to the end
+    prepare(str(tmp_path), overwrite=False, split="train")  # the racer's last file, if any
+    assert _files(tmp_path) == sorted([RUN_RECORD, claim.rsplit("/", 1)[1]])

@@ -14,6 +14,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from datagen import revision_chains
 from datagen.near_duplicates import write_corpus
 from pipeline.config import ReadConfig
 from pipeline.quality import near_dup
@@ -104,6 +105,43 @@ def test_two_workers_and_small_chunks_decide_the_same(corpus, decided, tmp_path)
     root, _ = corpus
     _, files = decided
     assert prepass(root, tmp_path / "two", runner=TWO_WORKERS, chunk_bytes=64 << 10) == files
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    root = tmp_path_factory.mktemp("chain")
+    return root, revision_chains.write_corpus(root / "in", seed=3, chain=2000, copies=2000,
+                                              others=200, files=3)
+
+
+# Fewer rounds than a 2,000-revision chain needs (~10): the residual finishes it, as it does
+# a chain of any length past the default rounds.
+FEW_ROUNDS = NearDupOptions(rounds=3)
+
+
+def _chain_kept(root, directory, truth, *, runner) -> tuple[list, dict]:
+    files = prepass(root, directory, runner=runner, options=FEW_ROUNDS)
+    dropped = _dropped(directory, len(truth.paths))
+    return [doc for doc in truth.chain if doc not in dropped], json.loads(files["totals.json"])
+
+
+def test_a_revision_chain_is_one_cluster_keeping_its_first_revision(chain, tmp_path):
+    # Each revision is the previous with 2 of 300 words replaced (Jaccard ~0.93 to the next,
+    # ~0 to far ones): only the links along the chain join it, and they are all kept.
+    root, truth = chain
+    kept, totals = _chain_kept(root, tmp_path / "one", truth, runner=IN_PROCESS)
+    assert kept == [truth.chain[0]]
+    sizes = {int(k): v for k, v in totals["near_dup"]["cluster_sizes"].items()}
+    assert sizes == {len(truth.chain): 1}
+    # the licence's copies go in the exact stage, the unrelated texts all stay
+    assert totals["subsets"]["Pile-CC"]["documents"] == 1 + 1 + 200
+
+
+@pytest.mark.slow
+def test_a_revision_chain_is_one_cluster_on_two_workers(chain, tmp_path):
+    root, truth = chain
+    kept, _ = _chain_kept(root, tmp_path / "two", truth, runner=TWO_WORKERS)
+    assert kept == [truth.chain[0]]
 
 
 def _sig(values):

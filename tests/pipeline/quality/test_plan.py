@@ -15,6 +15,7 @@ from pipeline.quality.near_dup import NearDupOptions
 from pipeline.quality.plan import QualityPlan, plan_quality
 from pipeline.read.inputs import expand_inputs
 from schemas import manifest
+from schemas.block_shuffle import BlockShuffleSpec
 from tests.pipeline.conftest import tiny_text
 
 
@@ -69,7 +70,9 @@ def test_the_plan_holds_the_options_of_each_stage(files):
     plan = plan_of(files, dedup="near", near_dup_threshold=0.7, minhash_perm=64,
                    minhash_bands=8, shingle_words=3, exclude_docs_from=(files["other"],),
                    decontaminate=(files["eval"],), decontaminate_ngram=8,
-                   decontaminate_mode="redact", subset_weights='{"A": 2}', shuffle="global")
+                   decontaminate_mode="redact", subset_weights='{"A": 2}', shuffle="global",
+                   shuffle_block_records=64, shuffle_window_blocks=8)
+    assert plan.shuffle_spec == BlockShuffleSpec(block_records=64, window_blocks=8)
     assert plan.near == NearDupOptions(threshold=0.7, perm=64, bands=8, shingle_words=3)
     assert plan.exclude_docs_from == (files["other"],)
     assert [f.path for f in plan.exclusion.raw_files] == [files["other"]]

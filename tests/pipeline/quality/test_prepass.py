@@ -225,6 +225,28 @@ def prepass_files(corpus, directory: pathlib.Path, *, fanout: bool, runner) -> d
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
+def prepass_fan_outs(corpus, directory: pathlib.Path, *, fanout: bool) -> list[str]:
+    """The pre-pass's graph, built and not run: its steps that spread chunks over workers."""
+    inputs = expand_inputs(str(corpus["in"]))
+    sources = exclusion.resolve((str(corpus["root"] / "val.jsonl"),), inputs=inputs,
+                                output=str(directory))
+    p = beam.Pipeline(options=PipelineOptions(IN_PROCESS))
+    (p | beam.Create(inputs)
+     | FindDrops(plan=QualityPlan(exact_dedup=True, exclusion=sources), config=ReadConfig(),
+                 paths=tuple(f.path for f in inputs), directory=str(directory),
+                 fanout=fanout, model_path=corpus["model"]))
+    return sorted(t.unique_name for t in p.to_runner_api().components.transforms.values()
+                  if t.unique_name.endswith("/FanOut"))
+
+
+def test_prepass_fans_out_its_reads_only_when_asked(corpus, tmp_path):
+    """The equality below would hold were ``fanout`` ignored: the graph says it is not. Both
+    the input and the excluded set are read, each fanned out."""
+    assert prepass_fan_outs(corpus, tmp_path / "off", fanout=False) == []
+    fanned = prepass_fan_outs(corpus, tmp_path / "on", fanout=True)
+    assert len(fanned) == 2, fanned
+
+
 def test_prepass_decides_the_same_with_fanout_on_and_off_and_two_workers(corpus, tmp_path):
     off = prepass_files(corpus, tmp_path / "off", fanout=False, runner=IN_PROCESS)
     assert off == prepass_files(corpus, tmp_path / "on", fanout=True, runner=IN_PROCESS)

@@ -5,7 +5,7 @@ import pytest
 
 from pipeline.write.order import InputOrder, ShuffledOrder, plan_ordered_shards
 from pipeline.write.shard_plan import PartInfo, plan_shards
-from schemas.permutation import Permutation
+from schemas.block_shuffle import BlockShuffle, BlockShuffleSpec
 
 
 def _part(file_index, records, padded=(), epoch=0):
@@ -14,7 +14,21 @@ def _part(file_index, records, padded=(), epoch=0):
 
 
 def _windows(order, plan, window_records):
-    return list(order.windows(plan.pieces, window_records=window_records))
+    return [w.ranges for w in order.windows(plan.pieces, window_records=window_records)]
+
+
+def _records(order, plans, window_records):
+    """(part, record) of every position, in position order, through the windows' picks."""
+    out = []
+    for plan in plans:
+        for window in order.windows(plan.pieces, window_records=window_records):
+            read = [(path, first + i) for path, first, count in window.ranges
+                    for i in range(count)]
+            out += [read[i] for i in window.picks.tolist()]
+    return out
+
+
+SMALL = BlockShuffleSpec(block_records=2, window_blocks=2)
 
 
 def test_worked_example():
@@ -25,27 +39,29 @@ def test_worked_example():
     assert order == InputOrder()
     assert _windows(order, plan, 2) == [[(a, 0, 2)], [(a, 2, 1)], [(b, 0, 2)]]
     order, (plan,) = plan_ordered_shards(parts, split="s", per_shard=5, seq_len=4,
-                                         frame_bytes=10, seed=0)
-    assert Permutation(n=5, seed=0).forward(np.arange(5)).tolist() == [1, 4, 2, 3, 0]
-    assert _windows(order, plan, 2) == [[(a, 1, 1), (b, 1, 1)], [(a, 2, 1), (b, 0, 1)],
-                                        [(a, 0, 1)]]
+                                         frame_bytes=10, seed=1, shuffle=SMALL)
+    windows = list(order.windows(plan.pieces, window_records=2))
+    assert [w.ranges for w in windows] == [[(a, 0, 2), (b, 0, 2)], [(a, 2, 1)]]
+    assert [w.picks.tolist() for w in windows] == [[0, 3, 2, 1], [0]]
+    assert _records(order, [plan], 2) == [(a, 0), (b, 1), (b, 0), (a, 1), (a, 2)]
 
 
 @pytest.mark.parametrize("window_records", [1, 3, 1000])
-def test_shuffled_windows_hold_every_record_once_in_the_permutations_order(window_records):
+def test_shuffled_windows_hold_every_record_once_in_the_shuffles_order(window_records):
     # Parts of 5, 0, 7 and 4 records (epochs 0 and 1), given out of order; shards of 5.
     parts = [_part(0, 4, epoch=1), _part(2, 7), _part(0, 5), _part(1, 0)]
     order, plans = plan_ordered_shards(parts, split="s", per_shard=5, seq_len=4,
-                                       frame_bytes=10, seed=3)
+                                       frame_bytes=10, seed=3, shuffle=SMALL)
     assert order.paths == ("e0-p0", "e0-p1", "e0-p2", "e1-p0")
-    assert order.starts.tolist() == [0, 5, 5, 12, 16]
-    ranges = [r for plan in plans for window in _windows(order, plan, window_records)
-              for r in window]
-    assert all(count == 1 for _, _, count in ranges)
-    got = [(path, first) for path, first, _ in ranges]
+    assert order.shuffle.starts.tolist() == [0, 5, 5, 12, 16]
+    windows = [w for plan in plans for w in order.windows(plan.pieces,
+                                                          window_records=window_records)]
+    # Every read is a whole block of one part, at most 2 records, read once per shard.
+    assert all(count <= 2 for w in windows for _, _, count in w.ranges)
     numbered = [(path, i) for path, n in (("e0-p0", 5), ("e0-p2", 7), ("e1-p0", 4))
                 for i in range(n)]  # the input's order
-    assert got == [numbered[r] for r in Permutation(n=16, seed=3).forward(np.arange(16))]
+    expected = BlockShuffle(starts=[0, 5, 5, 12, 16], seed=3, spec=SMALL).forward(np.arange(16))
+    assert _records(order, plans, window_records) == [numbered[r] for r in expected]
 
 
 def test_padding_moves_with_its_records():
@@ -55,8 +71,8 @@ def test_padding_moves_with_its_records():
     assert [p.padding_tokens for p in plain] == [0, 3, 0, 2]
     for seed in range(4):
         order, plans = plan_ordered_shards(parts, split="s", per_shard=5, seq_len=4,
-                                           frame_bytes=10, seed=seed)
-        shard_of = Permutation(n=16, seed=seed).inverse([6, 15]) // 5
+                                           frame_bytes=10, seed=seed, shuffle=SMALL)
+        shard_of = order.shuffle.inverse([6, 15]) // 5
         expected = [0] * 4
         expected[shard_of[0]] += 3
         expected[shard_of[1]] += 2
@@ -67,7 +83,6 @@ def test_padding_moves_with_its_records():
 
 
 def test_shuffled_order_is_one_small_object_per_split():
-    order = ShuffledOrder.of([_part(0, 2), _part(1, 3)], seed=0)
-    assert order.records == 5 and order.permutation.n == 5
-    part, record = order.locate(np.array([0, 1, 2, 4]))
-    assert part.tolist() == [0, 0, 1, 1] and record.tolist() == [0, 1, 0, 2]
+    order = ShuffledOrder.of([_part(0, 2), _part(1, 3)], seed=0, spec=SMALL)
+    assert order.records == 5 and order.shuffle.blocks == 3
+    assert order.shuffle.window_starts.tolist() in ([0, 3, 5], [0, 4, 5])  # 1 number a window

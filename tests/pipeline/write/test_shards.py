@@ -16,11 +16,12 @@ from pipeline.write.pack import PackedChunk, PackStats
 from pipeline.write.parts import write_part
 from pipeline.write.shard_plan import records_per_shard
 from pipeline.write.shards import WriteShards, assemble_shard
-from schemas.permutation import Permutation
+from schemas.block_shuffle import BlockShuffle, BlockShuffleSpec
 from schemas.records import RecordSpec, frame_bytes, frame_examples, iter_tfrecord_frames
 from schemas.records_tf import parse_records
 
 ORDERS = pytest.mark.parametrize("seed", [None, 0], ids=["input_order", "shuffled"])
+SMALL = BlockShuffleSpec(block_records=3, window_blocks=2)  # several blocks and windows a shard
 
 
 def _chunk(file_index, chunk_index, records, *, with_segments=False, epoch=0):
@@ -36,7 +37,7 @@ def _write(tmp_path, chunks, spec, *, shard_bytes, split="train", seed=None, win
     parts = [write_part(c, directory=str(tmp_path), spec=spec, pad_id=0) for c in chunks]
     size = frame_bytes(spec)
     order, plans = plan_ordered_shards(
-        parts, split=split, seq_len=spec.seq_len, frame_bytes=size, seed=seed,
+        parts, split=split, seq_len=spec.seq_len, frame_bytes=size, seed=seed, shuffle=SMALL,
         per_shard=records_per_shard(shard_bytes=shard_bytes, frame_bytes=size))
     window = {"window_bytes": window_bytes} if window_bytes else {}
     return [assemble_shard(plan, directory=str(tmp_path), frame_bytes=size, order=order, **window)
@@ -73,8 +74,8 @@ def test_shards_hold_one_size_and_parse_with_tensorflow(tmp_path, seed):
     for raw in tf.data.TFRecordDataset(paths):
         example = tf.io.parse_single_example(raw, {"tokens": tf.io.FixedLenFeature([], tf.string)})
         parsed.append(tf.io.decode_raw(example["tokens"], tf.uint16, little_endian=True).numpy())
-    order = np.arange(100) if seed is None else Permutation(n=100, seed=seed).forward(
-        np.arange(100))
+    order = np.arange(100) if seed is None else BlockShuffle(
+        starts=[0, 60, 100], seed=seed, spec=SMALL).forward(np.arange(100))
     assert np.array_equal(np.stack(parsed), records[order])  # across parts
 
 
@@ -112,8 +113,8 @@ def test_every_record_once_in_the_orders_order_with_its_padding(tmp_path, seed, 
         ("s-00000-of-00004.tfrecord", 5), ("s-00001-of-00004.tfrecord", 5),
         ("s-00002-of-00004.tfrecord", 5), ("s-00003-of-00004.tfrecord", 1)]
     # The input's order: epoch 0 files 0, 2 (records 1-12), then epoch 1 (13-16).
-    order = np.arange(16) if seed is None else Permutation(n=16, seed=seed).forward(
-        np.arange(16))
+    order = np.arange(16) if seed is None else BlockShuffle(
+        starts=[0, 5, 5, 12, 16], seed=seed, spec=SMALL).forward(np.arange(16))
     assert _numbers(tmp_path, infos) == (order + 1).tolist()
     padded = [i for i in infos if i.padding_tokens]
     assert len(padded) == 1 and padded[0].padding_tokens == 3
@@ -178,7 +179,7 @@ def test_shards_do_not_depend_on_bundling_or_order(tmp_path, seed):
             parts = (p | beam.Create(fed, reshuffle=True)
                      | beam.Map(write_part, directory=str(out), spec=spec, pad_id=0))
             _ = parts | WriteShards(directory=str(out), split="t", shard_bytes=1000, spec=spec,
-                                    shuffle_seed=seed)
+                                    shuffle_seed=seed, shuffle=SMALL)
         shards = sorted(name for name in os.listdir(out) if name.endswith(".tfrecord"))
         results.append({name: (out / name).read_bytes() for name in shards})
     assert results[0] == results[1] == results[2]

@@ -1,0 +1,121 @@
+"""The keyed join of ``--decontaminate``: shards, the per-shard sets and the join's hits, which
+must be exactly what one whole evaluation set finds, however the n-grams are split."""
+
+import random
+
+import apache_beam as beam
+import numpy as np
+import pytest
+
+from datagen.contamination import make_corpus
+from datagen.pile_files import write_jsonl
+from pipeline.quality import eval_join, ngrams
+from pipeline.quality.eval_sets import EvalFile
+from pipeline.read.parse import Document
+from pipeline.read.stage import Chunk
+
+N = 13
+
+
+def test_shard_count_grows_with_the_evaluation_files_and_is_bounded():
+    assert eval_join.shard_count(0) == 1
+    assert eval_join.shard_count(eval_join.SHARD_NGRAMS) == 1
+    assert eval_join.shard_count(eval_join.SHARD_NGRAMS + 1) == 2
+    assert eval_join.shard_count(1 << 50) == eval_join.MAX_SHARDS
+
+
+def test_shard_of_is_the_hash_modulo_the_shards():
+    hashes = np.array([0, 5, 2**64 - 1], dtype=np.uint64)
+    assert eval_join.shard_of(hashes, shards=3).tolist() == [0, 2, (2**64 - 1) % 3]
+
+
+def test_union_ors_the_masks_of_repeated_hashes():
+    merged = eval_join.union(N, np.array([9, 3, 9], dtype=np.uint64),
+                             np.array([1, 2, 4], dtype=np.uint64))
+    assert merged.hashes.tolist() == [3, 9] and merged.sets.tolist() == [2, 5]
+
+
+def _combine(pieces, splits):
+    """ShardSetFn over ``pieces`` cut into ``splits`` accumulators, merged."""
+    fn = eval_join.ShardSetFn(n=N)
+    accumulators = []
+    for part in np.array_split(np.arange(len(pieces)), splits):
+        acc = fn.create_accumulator()
+        for i in part:
+            acc = fn.add_input(acc, pieces[i])
+        accumulators.append(acc)
+    return fn.extract_output(fn.merge_accumulators(accumulators))
+
+
+def test_shard_sets_do_not_depend_on_how_pieces_are_split():
+    rng = np.random.default_rng(0)
+    pieces = [(int(rng.integers(3)), rng.integers(0, 5000, size=3000).astype(np.uint64))
+              for _ in range(20)]
+    whole = ngrams.EvalSet.build(pieces, n=N)
+    for splits in (1, 3, 20):
+        got = _combine(pieces, splits)
+        assert got.hashes.tolist() == whole.hashes.tolist()
+        assert got.sets.tolist() == whole.sets.tolist()
+
+
+def _documents(texts):
+    return tuple(Document(line=i + 1, text=text, subset="A", text_bytes=len(text))
+                 for i, text in enumerate(texts))
+
+
+@pytest.mark.parametrize("shards", [1, 4, 7])
+def test_the_join_finds_what_the_whole_set_finds(tmp_path, shards):
+    made = make_corpus(seed=3, documents=60, passages=12, planted=15, min_words=13)
+    for index, passages in enumerate((made.passages[:6], made.passages[6:])):
+        write_jsonl(tmp_path / f"eval{index}.jsonl", [{"text": t} for t in passages])
+    files = [EvalFile(str(tmp_path / f"eval{i}.jsonl"), i, "text") for i in range(2)]
+    # Pieces of 50 n-grams: every file gives many pieces per shard.
+    pieces = [v for f in files for v in eval_join.eval_pieces(f, n=N, shards=shards,
+                                                               piece_ngrams=50)
+              if not isinstance(v, beam.pvalue.TaggedOutput)]
+    stats = [v.value for f in files for v in eval_join.eval_pieces(f, n=N, shards=shards)
+             if isinstance(v, beam.pvalue.TaggedOutput)]
+    assert [(s.set_index, s.passages) for s in stats] == [(0, 6), (1, 6)]
+    by_shard = {}
+    for shard, piece in pieces:
+        by_shard.setdefault(shard, []).append(piece)
+    sets = {shard: _combine(mine, 2) for shard, mine in by_shard.items()}
+    whole = ngrams.EvalSet.build(
+        [(f.set_index, np.concatenate([ngrams.text_ngrams(t, N) for t in ps]))
+         for f, ps in zip(files, (made.passages[:6], made.passages[6:]))], n=N)
+    assert sum(len(s.hashes) for s in sets.values()) == len(whole.hashes)
+
+    chunk = Chunk(file_index=0, chunk_index=4, documents=_documents(made.documents))
+    probes = list(eval_join.chunk_probes(chunk, n=N, shards=shards))
+    values = {shard: [eval_set] for shard, eval_set in sets.items()}
+    for shard, probe in probes:
+        values.setdefault(shard, []).append(probe)
+    hits = []
+    for mine in values.values():
+        random.Random(shards).shuffle(mine)  # the set need not come first
+        hits += list(eval_join.join_shard(mine))
+    assert {key for key, _ in hits} <= {(0, 4)}
+    found = eval_join.doc_hits(h for _, h in hits)
+    planted = {plant.document for plant in made.plants}
+    assert set(found) == planted
+    for index, text in enumerate(made.documents):
+        expected = ngrams.match(text, whole, redact=True)
+        if index not in found:
+            assert expected is None
+            continue
+        got = ngrams.match_at(text, *found[index], n=N, redact=True)
+        assert (got.ngrams, got.sets, got.text) == (expected.ngrams, expected.sets,
+                                                    expected.text)
+        assert got.spans.tolist() == expected.spans.tolist()
+    counts = dict.fromkeys(range(2), 0)
+    for eval_set in sets.values():
+        for index, count in eval_join.set_ngram_counts(eval_set, sets=2):
+            counts[index] += count
+    assert counts == {i: int(((whole.sets >> np.uint64(i)) & np.uint64(1)).sum())
+                      for i in range(2)}
+
+
+def test_a_shard_without_evaluation_ngrams_finds_nothing():
+    chunk = Chunk(file_index=1, chunk_index=0, documents=_documents(["word " * 40]))
+    probes = [probe for _, probe in eval_join.chunk_probes(chunk, n=N, shards=1)]
+    assert probes and list(eval_join.join_shard(probes)) == []
