@@ -9,13 +9,15 @@ documents of the corpus and N copies of one of them (a real paragraph), interlea
 copies span files and their lowest (file, line) is not the first one met. Each mode then runs
 from ``--before`` and from ``--after`` (``bench.checkout_bench``: a fresh process with that
 checkout first on ``sys.path``; one encoder process), and the report gives wall seconds, the
-peak RSS summed over the run's process tree (``bench.process_tree``) and after / before. The
-shards of the two sides are compared byte for byte. The goal: peak memory flat in N.
+peak RSS summed over the run's process tree (``bench.process_tree``) and after / before. Every
+output file of the two sides but the manifest is compared byte for byte. The goal: peak
+memory flat in N.
 """
 
 from __future__ import annotations
 
 import argparse
+import filecmp
 import glob
 import io
 import json
@@ -25,7 +27,7 @@ import tempfile
 
 import zstandard
 
-from bench.checkout_bench import _run, _same_files
+from bench.checkout_bench import _run
 from datagen.pile_files import write_jsonl_zst
 
 MODES = {"exact": ["--dedup=exact"], "near": ["--dedup=near"]}
@@ -59,6 +61,16 @@ def write_input(directory: str, *, distinct: list[dict], copies: int) -> None:
         write_jsonl_zst(os.path.join(directory, f"{index:02d}.jsonl.zst"), docs)
 
 
+def same_outputs(a: str, b: str) -> bool:
+    """Every file of two outputs but the manifest (run times) byte-identical."""
+    def files(root):
+        return sorted(os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root)
+                      for n in names if n != "manifest.json")
+    names = files(a)
+    return bool(names) and names == files(b) and all(
+        filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False) for n in names)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.duplication_bench",
                                      description=__doc__)
@@ -81,11 +93,11 @@ def main(argv=None) -> int:
                           "--runner=DirectRunner", "--encode_processes=1", *flags]
                 sides = {}
                 for side, checkout in (("before", args.before), ("after", args.after)):
-                    out = os.path.join(workdir, f"out-{side}")
+                    out = os.path.join(workdir, side, "out")  # names shards: the same
                     shutil.rmtree(out, ignore_errors=True)
                     sides[side] = _run(checkout, common, out)
-                same = _same_files(os.path.join(workdir, "out-before"),
-                                   os.path.join(workdir, "out-after"))
+                same = same_outputs(os.path.join(workdir, "before", "out"),
+                                    os.path.join(workdir, "after", "out"))
                 (bw, _, bm), (aw, _, am) = sides["before"], sides["after"]
                 rows.append((n, mode, bw, bm, aw, am, same))
                 print(f"N={n:>7} {mode:5s}: before {bw:6.1f} s {bm:6.0f} MB; after {aw:6.1f} s "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 from common import storage
 from common.errors import ConfigError, DataError, InputError

@@ -22,6 +22,7 @@ from pipeline.quality.decontaminate import DecontaminateOptions
 from pipeline.quality.exclusion import ExclusionSources
 from pipeline.quality.exclusion import resolve as resolve_exclusion
 from pipeline.quality.near_dup import NearDupOptions
+from pipeline.quality.shards import shard_counts
 from pipeline.read.inputs import InputFile
 
 TOKENS = "tokens"  # the mixture's source with --subset_tokens
@@ -34,6 +35,7 @@ class QualityPlan:
 
     exact_dedup: bool = False  # --dedup=exact or near: the first of equal documents is kept
     near: NearDupOptions | None = None  # --dedup=near: then the survivors' near-duplicates
+    # (its band and signature shard counts follow the input size: pipeline.quality.shards)
     exclude_docs_from: tuple[str, ...] = ()  # the sources as given (the manifest's)
     exclusion: ExclusionSources = dataclasses.field(
         default_factory=ExclusionSources)  # --exclude_docs_from, resolved
@@ -121,9 +123,16 @@ def plan_quality(config: PipelineConfig, *, inputs: list[InputFile]) -> QualityP
             mode=options.decontaminate_mode, field=options.decontaminate_field)
     sources = resolve_exclusion(options.exclude_docs_from, inputs=inputs, output=config.output)
     budgets = mixture_weights.parse_budgets(options.subset_tokens)
+    near = None
+    if options.dedup == "near":
+        near = NearDupOptions.from_config(options)
+        band_shards, signature_shards = shard_counts(
+            input_bytes=sum(f.bytes for f in inputs), bands=near.bands)
+        near = dataclasses.replace(near, band_shards=band_shards,
+                                   signature_shards=signature_shards)
     return QualityPlan(
         exact_dedup=options.dedup != "off",
-        near=NearDupOptions.from_config(options) if options.dedup == "near" else None,
+        near=near,
         exclude_docs_from=options.exclude_docs_from, exclusion=sources,
         decontaminate=decontaminate,
         weights=mixture_weights.parse_weights(options.subset_weights), budgets=budgets,
