@@ -65,7 +65,7 @@ class Decisions:
         self._codes = codes
 
     @classmethod
-    def load(cls, directory: str, file_index: int) -> Decisions:
+    def load(cls, directory: str, file_index: int) -> "Decisions":
         path = decision_path(directory, file_index)
         fs, stripped = storage.filesystem(path)
         try:

@@ -29,7 +29,8 @@ import apache_beam as beam
 import numpy as np
 
 from common import storage
-from pipeline.quality import decision_files, ngrams
+from pipeline.quality import decision_files
+from pipeline.quality import ngrams
 from pipeline.quality.eval_sets import EvalFile, read_passages
 from pipeline.read.stage import Chunk
 
@@ -203,7 +204,7 @@ class Redactor:
         self._cache: dict = {}
 
     @classmethod
-    def load(cls, directory: str) -> Redactor:
+    def load(cls, directory: str) -> "Redactor":
         path = storage.join(directory, EVAL_NGRAMS_NAME)
         fs, stripped = storage.filesystem(path)
         with fs.open(stripped, "rb") as handle:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from typing import Iterator
 
 from common import storage
 from common.errors import ConfigError, DataError, InputError

@@ -159,7 +159,7 @@ class EvalSet:
     sets: np.ndarray  # uint64: bit i set = evaluation set i holds that n-gram
 
     @classmethod
-    def build(cls, parts, *, n: int) -> EvalSet:
+    def build(cls, parts, *, n: int) -> "EvalSet":
         """``parts``: (set index, n-gram hashes) pairs, in any order, repeats allowed."""
         parts = list(parts)
         hashes = np.concatenate([h for _, h in parts] + [np.empty(0, np.uint64)])
@@ -185,7 +185,7 @@ class EvalSet:
         return header + self.hashes.astype("<u8").tobytes() + self.sets.astype("<u8").tobytes()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> EvalSet:
+    def from_bytes(cls, data: bytes) -> "EvalSet":
         n, count = struct.unpack("<QQ", data[:16])
         if len(data) != 16 + 16 * count:
             raise ValueError(f"{len(data)} bytes is not an evaluation n-gram set of {count}")
