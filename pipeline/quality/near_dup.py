@@ -5,7 +5,8 @@ signature: ``pipeline.quality.minhash``, None for a document without words) and
 
 1. ``Batch``: per bundle, the survivors' band keys (``pipeline.quality.lsh``) as numpy columns,
    one batch per shard of the key (``NearDupOptions.band_shards``), and their signatures, one
-   batch per shard of (file, line) (``signature_shards``; both: ``pipeline.quality.shards``): a few elements per bundle, not ``bands`` per
+   batch per shard of (file, line) (``signature_shards``; both counts follow the input size:
+   ``pipeline.quality.shards``): a few elements per bundle, not ``bands`` per
    document -> ``GroupByBandShard`` -> per shard, one sort gives each key's star (its lowest
    document to each other one: ``n - 1`` edges);
 2. ``Verify``: one join by signature shard (the ends of the edges with the signatures) and
@@ -58,7 +59,7 @@ class NearDupOptions:
         return minhash.MinHashOptions(perm=self.perm, shingle_words=self.shingle_words)
 
     @classmethod
-    def from_config(cls, quality) -> NearDupOptions:
+    def from_config(cls, quality) -> "NearDupOptions":
         """From a ``pipeline.config.QualityConfig``."""
         return cls(threshold=quality.near_dup_threshold, perm=quality.minhash_perm,
                    bands=quality.minhash_bands, shingle_words=quality.shingle_words)
