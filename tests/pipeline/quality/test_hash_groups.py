@@ -44,6 +44,15 @@ def test_many_copies_walked_once_keep_the_lowest_position():
                                    if (f, line) != lowest[:2])
 
 
+def test_drops_leave_while_the_group_is_still_being_read():
+    # A list of the group (however it is built) reads every value before the first drop.
+    rows = copies(1000, seed=2)
+    read = []
+    values = ((read.append(r), (DOC, r))[1] for r in rows)
+    first = next(decide_copies(OnePass(values), excluded=False, dedup=True, near=False))
+    assert first[1][1] == DUPLICATE and len(read) < len(rows)
+
+
 def test_a_signed_keeper_keeps_its_signature_and_no_other_copy_is_held():
     rows = [tuple(Signed(3, 1, "A", 2, b"x")), tuple(Signed(0, 9, "B", 5, b"y"))]
     out = list(decide_copies(OnePass((DOC, r) for r in rows), excluded=False, dedup=True,
