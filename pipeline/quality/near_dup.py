@@ -266,9 +266,10 @@ class NearDuplicates(beam.PTransform):
         batches = survivors | "Batch" >> beam.ParDo(_BatchFn(
             bands=self._bands, band_shards=self._band_shards,
             signature_shards=self._signature_shards)).with_outputs(BANDS, SIGS)
+        shards = self._signature_shards
         ends = (batches[BANDS] | "GroupByBandShard" >> beam.GroupByKey()
-                | "EdgeEnds" >> beam.FlatMapTuple(edge_ends,
-                                                  signature_shards=self._signature_shards))
+                | "EdgeEnds" >> beam.FlatMapTuple(
+                    lambda key, parts: edge_ends(key, parts, signature_shards=shards)))
         candidates = (
             (batches[SIGS], ends) | "SignaturesAndEnds" >> beam.Flatten()
             | "BySignatureShard" >> beam.GroupByKey()
