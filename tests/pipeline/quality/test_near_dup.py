@@ -106,6 +106,13 @@ def test_two_workers_and_small_chunks_decide_the_same(corpus, decided, tmp_path)
     assert prepass(root, tmp_path / "two", runner=TWO_WORKERS, chunk_bytes=64 << 10) == files
 
 
+def test_shard_counts_move_no_decision(corpus, decided, tmp_path):
+    root, _ = corpus
+    _, files = decided
+    sharded = NearDupOptions(band_shards=8, signature_shards=4)
+    assert prepass(root, tmp_path / "sharded", runner=IN_PROCESS, options=sharded) == files
+
+
 def _sig(values):
     return b"".join(v.to_bytes(4, "little") for v in values)
 
