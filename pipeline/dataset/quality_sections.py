@@ -53,7 +53,8 @@ def quality_sections(run, *, files, before: dict, after: dict, hash_files: list)
         if plan.near is not None:
             out["quality"]["removed"].update(
                 removed_by_subset(files, (decision_files.NEAR_DUPLICATE,)))
-            out["quality"]["near_dup"] = run.near_dup
+            out["quality"]["near_dup"] = {**run.near_dup, "band_shards": plan.near.band_shards,
+                                          "signature_shards": plan.near.signature_shards}
         if plan.decontaminate is not None:  # the pre-pass's scan: per evaluation set, subset
             out["quality"]["removed"].update(
                 removed_by_subset(files, (decision_files.DECONTAMINATED,)))

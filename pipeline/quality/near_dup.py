@@ -4,8 +4,9 @@
 signature: ``pipeline.quality.minhash``, None for a document without words) and
 
 1. ``Batch``: per bundle, the survivors' band keys (``pipeline.quality.lsh``) as numpy columns,
-   one batch per shard of the key (``BAND_SHARDS``), and their signatures, one batch per shard
-   of (file, line) (``SIGNATURE_SHARDS``): a few elements per bundle, not ``bands`` per
+   one batch per shard of the key (``NearDupOptions.band_shards``), and their signatures, one
+   batch per shard of (file, line) (``signature_shards``; both counts follow the input size:
+   ``pipeline.quality.shards``): a few elements per bundle, not ``bands`` per
    document -> ``GroupByBandShard`` -> per shard, one sort gives each key's candidates (each
    document to its next ``lsh.NEIGHBOURS`` in (file, line) order: at most ``2n`` edges);
 2. ``Verify``: one join by signature shard (the ends of the edges with the signatures) and
@@ -36,11 +37,7 @@ from pipeline.quality.records import Candidate, Document, Signed
 
 EXAMPLES = 5
 # Band rows and signatures travel in batches keyed by shard, not one element per document and
-# band. On the whole Pile (docs/distributed.md, sizing: ~3.4e9 band rows of 26 bytes, ~210 M
-# signatures) a band shard holds ~3.3 M rows (~85 MB of columns, sorted in memory); a signature
-# shard's join keeps only its candidate ends in memory and streams the ~820 k signatures.
-BAND_SHARDS = 1024
-SIGNATURE_SHARDS = 256
+# band; how many shards follows the input size (``pipeline.quality.shards``, in the options).
 BATCH_DOCUMENTS = 4096  # a batch per this many survivors within a bundle bounds its memory
 BANDS, SIGS, ENDS = "bands", "sigs", "ends"
 
@@ -54,6 +51,8 @@ class NearDupOptions:
     bands: int = 16
     shingle_words: int = 5
     rounds: int = DEFAULT_ROUNDS
+    band_shards: int = 1  # pipeline.quality.shards.shard_counts, set by the plan
+    signature_shards: int = 1
 
     @property
     def minhash(self) -> minhash.MinHashOptions:
@@ -66,19 +65,21 @@ class NearDupOptions:
                    bands=quality.minhash_bands, shingle_words=quality.shingle_words)
 
 
-def signature_shard(position) -> int:
-    """The ``SIGNATURE_SHARDS`` shard of a document's (file, line)."""
+def signature_shard(position, shards: int) -> int:
+    """The shard of a document's (file, line), of ``shards``."""
     file, line = position
-    return (file * 1_000_003 + line) % SIGNATURE_SHARDS
+    return (file * 1_000_003 + line) % shards
 
 
 class _BatchFn(beam.DoFn):
-    """Survivors -> per bundle, a few batches: band columns by ``digest % BAND_SHARDS`` and
+    """Survivors -> per bundle, a few batches: band columns by ``digest % band_shards`` and
     (position, Document, signature) lists by ``signature_shard`` (tags ``bands``, ``sigs``),
     so that the per-document elements stop here."""
 
-    def __init__(self, *, bands: int):
+    def __init__(self, *, bands: int, band_shards: int, signature_shards: int):
         self._bands = bands
+        self._band_shards = band_shards
+        self._signature_shards = signature_shards
         self._docs: list = []
 
     def start_bundle(self):
@@ -100,23 +101,24 @@ class _BatchFn(beam.DoFn):
         if not docs:
             return
         columns = lsh.band_columns(docs, bands=self._bands)
-        for shard, part in lsh.shard_columns(columns, shards=BAND_SHARDS):
+        for shard, part in lsh.shard_columns(columns, shards=self._band_shards):
             yield out(BANDS, (shard, part))
         by_shard: dict = {}
         for doc in docs:
             position = tuple(doc.position)
-            by_shard.setdefault(signature_shard(position), []).append(
+            by_shard.setdefault(signature_shard(position, self._signature_shards), []).append(
                 (position, tuple(doc.document), doc.signature))
         for shard, rows in by_shard.items():
             yield out(SIGS, (shard, (SIGS, rows)))
 
 
-def edge_ends(_, parts):
+def edge_ends(_, parts, *, signature_shards: int):
     """A band shard's columns -> its candidate edges' ends, batched by signature shard."""
     ends: dict = {}
     for edge in lsh.sorted_neighbour_edges(parts):
         for position in edge:
-            ends.setdefault(signature_shard(position), []).append((position, edge))
+            ends.setdefault(signature_shard(position, signature_shards), []).append(
+                (position, edge))
     for shard, rows in ends.items():
         yield shard, (ENDS, rows)
 
@@ -256,13 +258,18 @@ class NearDuplicates(beam.PTransform):
         self._bands = options.bands
         self._threshold = options.threshold
         self._rounds = options.rounds
+        self._band_shards = options.band_shards
+        self._signature_shards = options.signature_shards
 
     def expand(self, survivors):
         threshold = self._threshold
-        batches = survivors | "Batch" >> beam.ParDo(_BatchFn(bands=self._bands)).with_outputs(
-            BANDS, SIGS)
+        batches = survivors | "Batch" >> beam.ParDo(_BatchFn(
+            bands=self._bands, band_shards=self._band_shards,
+            signature_shards=self._signature_shards)).with_outputs(BANDS, SIGS)
+        shards = self._signature_shards
         ends = (batches[BANDS] | "GroupByBandShard" >> beam.GroupByKey()
-                | "EdgeEnds" >> beam.FlatMapTuple(edge_ends))
+                | "EdgeEnds" >> beam.FlatMapTuple(
+                    lambda key, parts: edge_ends(key, parts, signature_shards=shards)))
         candidates = (
             (batches[SIGS], ends) | "SignaturesAndEnds" >> beam.Flatten()
             | "BySignatureShard" >> beam.GroupByKey()

@@ -23,6 +23,7 @@ from pipeline.quality.eval_join import files_bytes, shard_count
 from pipeline.quality.exclusion import ExclusionSources
 from pipeline.quality.exclusion import resolve as resolve_exclusion
 from pipeline.quality.near_dup import NearDupOptions
+from pipeline.quality.shards import shard_counts
 from pipeline.read.inputs import InputFile
 from schemas.block_shuffle import DEFAULT_SPEC, BlockShuffleSpec
 
@@ -36,6 +37,7 @@ class QualityPlan:
 
     exact_dedup: bool = False  # --dedup=exact or near: the first of equal documents is kept
     near: NearDupOptions | None = None  # --dedup=near: then the survivors' near-duplicates
+    # (its band and signature shard counts follow the input size: pipeline.quality.shards)
     exclude_docs_from: tuple[str, ...] = ()  # the sources as given (the manifest's)
     exclusion: ExclusionSources = dataclasses.field(
         default_factory=ExclusionSources)  # --exclude_docs_from, resolved
@@ -125,9 +127,16 @@ def plan_quality(config: PipelineConfig, *, inputs: list[InputFile]) -> QualityP
             shards=shard_count(files_bytes(files)))
     sources = resolve_exclusion(options.exclude_docs_from, inputs=inputs, output=config.output)
     budgets = mixture_weights.parse_budgets(options.subset_tokens)
+    near = None
+    if options.dedup == "near":
+        near = NearDupOptions.from_config(options)
+        band_shards, signature_shards = shard_counts(
+            input_bytes=sum(f.bytes for f in inputs), bands=near.bands)
+        near = dataclasses.replace(near, band_shards=band_shards,
+                                   signature_shards=signature_shards)
     return QualityPlan(
         exact_dedup=options.dedup != "off",
-        near=NearDupOptions.from_config(options) if options.dedup == "near" else None,
+        near=near,
         exclude_docs_from=options.exclude_docs_from, exclusion=sources,
         decontaminate=decontaminate,
         weights=mixture_weights.parse_weights(options.subset_weights), budgets=budgets,

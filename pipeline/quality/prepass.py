@@ -10,11 +10,11 @@ per-subset totals a token budget needs. A Beam pipeline of its own, run before t
    ``DoFn.setup``); every document of
    ``--exclude_docs_from`` -> ``(hash, EXCLUDED)`` (from other splits' hash files, or raw files
    read the same way, with every subset, and hashed).
-2. ``CoGroupByKey`` by hash: a shuffle keyed by hash, so no process ever holds the set of
-   all hashes. Per hash: excluded -> every document drops (``contaminated``); else with
-   ``--dedup=exact`` the lowest (file, line) is kept and the others drop (``duplicate``),
-   found in one pass over the group (whose values Beam's Python SDK holds as a list: all
-   copies of one document on one worker). With ``--dedup=near`` the survivors (with
+2. ``DecideByHash`` (``pipeline.quality.hash_groups``): a shuffle keyed by hash, so no process
+   ever holds the set of all hashes. Per hash: excluded -> every document drops
+   (``contaminated``); else with ``--dedup=exact`` the lowest (file, line) is kept and the
+   others drop (``duplicate``), found streaming over the group (one record held, whatever
+   the number of copies). With ``--dedup=near`` the survivors (with
    their MinHash signatures, computed in ``KeyByHash``) go on to
    ``pipeline.quality.near_dup.NearDuplicates``: its drops join the exact ones, and its
    kept-count corrections the per-subset sums. With neither ``--dedup`` nor
@@ -36,16 +36,14 @@ import apache_beam as beam
 
 from common import storage
 from pipeline.config import ReadConfig
-from pipeline.quality import decision_files, doc_hash, minhash
+from pipeline.quality import decision_files, doc_hash, hash_groups, minhash
 from pipeline.quality.decontaminate import Decontaminate
+from pipeline.quality.hash_groups import EXCLUDED, KEPT, DecideByHash
 from pipeline.quality.near_dup import NearDuplicates
 from pipeline.quality.plan import QualityPlan
 from pipeline.quality.records import Document, Signed
 from pipeline.read.stage import Chunk, ReadDocuments
 
-EXCLUDED = "excluded"
-KEPT = "kept"
-SURVIVORS = "survivors"
 NEAR_DUP = "near_dup"
 
 
@@ -105,38 +103,6 @@ def _file_hashes(path: str):
         data = handle.read()
     for digest in doc_hash.iter_digests(data):
         yield digest, EXCLUDED
-
-
-class _DecideFn(beam.DoFn):
-    """(hash, {docs, excluded}) -> drops (file, (line, reason)); kept (subset, (1, tokens))."""
-
-    def __init__(self, *, dedup: bool, near: bool = False):
-        self._dedup = dedup
-        self._near = near
-        self._record = Signed._make if near else Document._make
-
-    def process(self, element):
-        _, groups = element
-        excluded = any(True for _ in groups[EXCLUDED])
-        if excluded:
-            yield beam.pvalue.TaggedOutput(EXCLUDED, 1)
-        best = None
-        for doc in map(self._record, groups["docs"]):
-            if excluded:
-                yield doc.file, (doc.line, decision_files.CONTAMINATED)
-            elif not self._dedup:
-                yield beam.pvalue.TaggedOutput(KEPT, (doc.subset, (1, doc.tokens)))
-            elif best is None:
-                best = doc
-            elif doc.position < best.position:  # a lower (file, line): it is the one kept
-                yield best.file, (best.line, decision_files.DUPLICATE)
-                best = doc
-            else:
-                yield doc.file, (doc.line, decision_files.DUPLICATE)
-        if best is not None:
-            yield beam.pvalue.TaggedOutput(KEPT, (best.subset, (1, best.tokens)))
-            if self._near:
-                yield beam.pvalue.TaggedOutput(SURVIVORS, tuple(best))
 
 
 def _kept(element):
@@ -236,15 +202,13 @@ class FindDrops(beam.PTransform):
                           paths=tuple(f.path for f in raw_files), fanout=self._fanout)
                     | "HashExcludedFiles" >> beam.FlatMap(_excluded_hashes))
         excluded = (from_files, from_raw) | "AllExcluded" >> beam.Flatten()
-        decided = (
-            {"docs": docs, EXCLUDED: excluded}
-            | "GroupByHash" >> beam.CoGroupByKey()
-            | "Decide" >> beam.ParDo(_DecideFn(dedup=plan.exact_dedup, near=bool(plan.near)))
-            .with_outputs(KEPT, EXCLUDED, SURVIVORS, main="drops")
-        )
+        decided = (docs, excluded) | "ByHash" >> DecideByHash(
+            dedup=plan.exact_dedup, near=bool(plan.near),
+            exclusions=bool(plan.exclusion))
         drops, kept, rows = [decided.drops, *scan_drops], decided[KEPT], []
         if plan.near:
-            found = decided[SURVIVORS] | "NearDuplicates" >> NearDuplicates(options=plan.near)
+            survivors = decided[hash_groups.SURVIVORS]
+            found = survivors | "NearDuplicates" >> NearDuplicates(options=plan.near)
             drops.append(found["drops"])
             kept = (kept, found["kept"]) | "KeptAfterNear" >> beam.Flatten()
             rows.append(found["stats"] | "AsNearRows" >> beam.Map(lambda s: (NEAR_DUP, s)))

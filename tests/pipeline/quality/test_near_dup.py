@@ -144,6 +144,13 @@ def test_a_revision_chain_is_one_cluster_on_two_workers(chain, tmp_path):
     assert kept == [truth.chain[0]]
 
 
+def test_shard_counts_move_no_decision(corpus, decided, tmp_path):
+    root, _ = corpus
+    _, files = decided
+    sharded = NearDupOptions(band_shards=8, signature_shards=4)
+    assert prepass(root, tmp_path / "sharded", runner=IN_PROCESS, options=sharded) == files
+
+
 def _sig(values):
     return b"".join(v.to_bytes(4, "little") for v in values)
 

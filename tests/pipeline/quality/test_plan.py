@@ -1,6 +1,7 @@
 """The quality plan: which stages each combination of flags runs, the files looked up once,
 and a plan that pickles."""
 
+import dataclasses
 import pickle
 
 import pytest
@@ -158,3 +159,13 @@ def test_the_run_looks_the_evaluation_sets_up_once(files, tiny_model, lookups, t
     doc = manifest.load(str(out)).doc
     assert doc["quality"]["dedup"] == "exact"
     assert list(doc["quality"]["decontamination"]["eval_sets"]) == [files["eval"]]
+
+
+def test_near_dedup_shard_counts_follow_the_input_size(files):
+    assert (plan_of(files, dedup="near").near.band_shards,
+            plan_of(files, dedup="near").near.signature_shards) == (1, 1)
+    big = [dataclasses.replace(f, bytes=460 * 10**9) for f in files["inputs"]]
+    config = PipelineConfig(input=str(files["root"] / "in.jsonl"),
+                            output=str(files["root"] / "out"), quality=QualityConfig(dedup="near"))
+    near = plan_quality(config, inputs=big).near
+    assert (near.band_shards, near.signature_shards) == (4096, 4096)

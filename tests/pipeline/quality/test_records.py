@@ -4,7 +4,7 @@ travel as plain tuples (what Beam's default coder writes natively)."""
 import pytest
 from apache_beam import coders
 
-from pipeline.quality import prepass
+from pipeline.quality import hash_groups
 from pipeline.quality.decision_files import DUPLICATE
 from pipeline.quality.records import Candidate, Document, Position, Signed
 
@@ -35,9 +35,11 @@ def test_rows_are_plain_tuples_for_the_coder():
 def test_decide_keeps_the_lowest_position_and_refuses_a_signed_row_without_near():
     rows = [tuple(Document(2, 1, "A", 0)), tuple(Document(0, 7, "A", 0)),
             tuple(Document(1, 3, "A", 0))]
-    out = list(prepass._DecideFn(dedup=True).process((b"h", {"docs": rows, "excluded": []})))
-    assert [row for row in out if not hasattr(row, "tag")] == [
+    out = list(hash_groups.decide_copies([(hash_groups.DOC, r) for r in rows], excluded=False,
+                                         dedup=True, near=False))
+    assert [row for row in out if not isinstance(row, hash_groups.Kept)] == [
         (2, (1, DUPLICATE)), (1, (3, DUPLICATE))]
     signed = [tuple(Signed(0, 1, "A", 0, b"s"))]
     with pytest.raises(TypeError):
-        list(prepass._DecideFn(dedup=True).process((b"h", {"docs": signed, "excluded": []})))
+        list(hash_groups.decide_copies([(hash_groups.DOC, r) for r in signed], excluded=False,
+                                       dedup=True, near=False))
