@@ -7,6 +7,12 @@ copy of a text repeated 10^6 times on one worker). ``decide_copies`` walks a gro
 holding only the lowest (file, line) so far; when a lower one comes, the one it replaces drops.
 So a group of any size costs one record of memory, whatever the duplication.
 
+Before the shuffle, ``LowestCopies`` (per bundle of ``pipeline.quality.prepass``'s
+``KeyByHash``, without ``--exclude_docs_from``) keeps the lowest copy of each hash met so far
+in a bounded table and drops the others at once: a copy beaten within its bundle is beaten
+overall, so the decision is the same for any bundling, and only the table's copies (their
+signatures computed only for them, with ``--dedup=near``) reach the shuffle.
+
 Only a group that holds an excluded hash is walked twice: once to see the marker (which may
 come last), then to drop every copy as ``contaminated``. Beam's grouped values are re-iterable
 (lazily re-read from the shuffle on distributed runners), so this too holds no list.
@@ -85,6 +91,35 @@ class _DecideFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(KEPT, (doc.subset, (1, doc.tokens)))
             if self._near and self._dedup:
                 yield beam.pvalue.TaggedOutput(SURVIVORS, tuple(out))
+
+
+class LowestCopies:
+    """A bundle's table: hash -> its lowest (file, line) copy met so far, as ``(position,
+    row)``; at most ``limit`` hashes are held, then ``flush`` empties it (a hash met again
+    later starts afresh: the grouping by hash decides between the copies flushed)."""
+
+    def __init__(self, *, limit: int):
+        self._limit = limit
+        self._held: dict = {}
+
+    def offer(self, key, position, make_row):
+        """A copy of ``key`` at ``position`` (file, line) -> the drop ``(file, (line,
+        DUPLICATE))`` it settles (itself, or the copy it beats), None when first of its hash.
+        ``make_row()`` builds the row (its signature, say) only for a copy that is held."""
+        held = self._held.get(key)
+        if held is not None and held[0] < position:
+            return position[0], (position[1], DUPLICATE)
+        self._held[key] = (position, make_row())
+        return None if held is None else (held[0][0], (held[0][1], DUPLICATE))
+
+    @property
+    def full(self) -> bool:
+        return len(self._held) >= self._limit
+
+    def flush(self) -> list:
+        """The held copies as ``(hash, row)``; the table is empty after."""
+        held, self._held = self._held, {}
+        return [(key, row) for key, (_, row) in held.items()]
 
 
 def _tag_doc(element):

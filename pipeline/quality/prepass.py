@@ -9,13 +9,15 @@ per-subset totals a token budget needs. A Beam pipeline of its own, run before t
    for ``--subset_tokens``, by the run's encoder backend, loaded once per worker in
    ``DoFn.setup``); every document of
    ``--exclude_docs_from`` -> ``(hash, EXCLUDED)`` (from other splits' hash files, or raw files
-   read the same way, with every subset, and hashed).
+   read the same way, with every subset, and hashed). With dedup and no exclusion, only each
+   hash's lowest copy per bundle goes on (``hash_groups.LowestCopies``, a bounded table):
+   the copies it beats drop here, before any shuffle and without a signature.
 2. ``DecideByHash`` (``pipeline.quality.hash_groups``): a shuffle keyed by hash, so no process
    ever holds the set of all hashes. Per hash: excluded -> every document drops
    (``contaminated``); else with ``--dedup=exact`` the lowest (file, line) is kept and the
    others drop (``duplicate``), found streaming over the group (one record held, whatever
    the number of copies). With ``--dedup=near`` the survivors (with
-   their MinHash signatures, computed in ``KeyByHash``) go on to
+   their MinHash signatures, computed in ``KeyByHash`` for the copies it holds) go on to
    ``pipeline.quality.near_dup.NearDuplicates``: its drops join the exact ones, and its
    kept-count corrections the per-subset sums. With neither ``--dedup`` nor
    ``--exclude_docs_from`` there is nothing to group: no hash is computed, every document
@@ -31,8 +33,12 @@ makes it independent of bundling, order, retries and the number of workers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from common import storage
 from pipeline.config import ReadConfig
@@ -45,14 +51,23 @@ from pipeline.quality.records import Document, Signed
 from pipeline.read.stage import Chunk, ReadDocuments
 
 NEAR_DUP = "near_dup"
+PRE_DROPS = "pre_drops"
+# Hashes held per bundle before the shuffle (a signature, 512 bytes with --minhash_perm=128,
+# and a record each): the table's memory is bounded whatever the corpus or the duplication.
+HELD_HASHES = 4096
 
 
 class _KeyByHashFn(beam.DoFn):
     """Chunk -> (hash, Document) per document; with ``minhash`` (``--dedup=near``), (hash,
-    Signed) (as plain tuples: ``pipeline.quality.records``)."""
+    Signed) (as plain tuples: ``pipeline.quality.records``). With ``precombine`` only each
+    hash's lowest copy per bundle (``hash_groups.LowestCopies``); the others leave as drops
+    (tag ``PRE_DROPS``), their signatures never computed."""
 
-    def __init__(self, *, model_path: str | None, encoder: str,
-                 num_threads: int, hashed: bool, minhash: minhash.MinHashOptions | None = None):
+    def __init__(self, *, model_path: str | None, encoder: str, num_threads: int,
+                 hashed: bool, minhash: minhash.MinHashOptions | None = None,
+                 precombine: bool = False):
+        self._precombine = precombine
+        self._lowest = None
         self._model_path = model_path
         self._encoder_name = encoder
         self._num_threads = num_threads
@@ -69,19 +84,36 @@ class _KeyByHashFn(beam.DoFn):
                                          model_proto=load_model_bytes(self._model_path),
                                          num_threads=self._num_threads).backend
 
+    def start_bundle(self):
+        self._lowest = (hash_groups.LowestCopies(limit=HELD_HASHES) if self._precombine
+                        else None)
+
     def process(self, chunk: Chunk):
         documents = chunk.documents
         counts = ([len(ids) for ids in self._backend.encode_batch(
             [doc.text for doc in documents])] if self._backend else [0] * len(documents))
         for doc, tokens in zip(documents, counts):
             key = doc_hash.doc_hash(doc.text) if self._hashed else b""
-            if self._minhash is None:
-                yield key, tuple(Document(file=chunk.file_index, line=doc.line,
-                                          subset=doc.subset, tokens=tokens))
-            else:
-                yield key, tuple(Signed(file=chunk.file_index, line=doc.line, subset=doc.subset,
-                                        tokens=tokens, signature=minhash.signature(
-                                            doc.text, options=self._minhash)))
+            if self._lowest is None:
+                yield key, self._row(chunk.file_index, doc, tokens)
+                continue
+            drop = self._lowest.offer(key, (chunk.file_index, doc.line), functools.partial(
+                self._row, chunk.file_index, doc, tokens))
+            if drop is not None:
+                yield beam.pvalue.TaggedOutput(PRE_DROPS, drop)
+            if self._lowest.full:
+                yield from self._lowest.flush()
+
+    def finish_bundle(self):
+        if self._lowest is not None:
+            for element in self._lowest.flush():
+                yield WindowedValue(element, MIN_TIMESTAMP, [GlobalWindow()])
+
+    def _row(self, file: int, doc, tokens: int) -> tuple:
+        if self._minhash is None:
+            return tuple(Document(file=file, line=doc.line, subset=doc.subset, tokens=tokens))
+        return tuple(Signed(file=file, line=doc.line, subset=doc.subset, tokens=tokens,
+                            signature=minhash.signature(doc.text, options=self._minhash)))
 
 
 def _excluded_hashes(chunk: Chunk):
@@ -168,13 +200,17 @@ class FindDrops(beam.PTransform):
             scanned = chunks | "Decontaminate" >> Decontaminate(
                 options=plan.decontaminate, directory=directory)
             chunks, scan_drops = scanned["chunks"], [scanned["drops"]]
-        docs = chunks | "KeyByHash" >> beam.ParDo(_KeyByHashFn(
+        # Without exclusions a copy beaten within its bundle is a duplicate whatever the rest
+        # holds (with them, every copy of an excluded hash is contaminated instead).
+        keyed = chunks | "KeyByHash" >> beam.ParDo(_KeyByHashFn(
             model_path=self._model_path, encoder=self._encoder,
             num_threads=self._num_threads, hashed=plan.groups_by_hash,
-            minhash=plan.near.minhash if plan.near else None))
-        rows = []
+            minhash=plan.near.minhash if plan.near else None,
+            precombine=plan.exact_dedup and not plan.excludes)).with_outputs(
+                PRE_DROPS, main="docs")
+        docs, rows = keyed.docs, []
         if plan.groups_by_hash:
-            kept, excluded, rows = self._decide(files, docs, scan_drops)
+            kept, excluded, rows = self._decide(files, docs, [*scan_drops, keyed[PRE_DROPS]])
         else:  # a token budget or the scan alone: every document scanned is kept, no grouping
             kept = docs | "AllKept" >> beam.Map(_kept)
             excluded = files.pipeline | "NoExclusions" >> beam.Create([])

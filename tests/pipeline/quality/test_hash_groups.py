@@ -84,3 +84,41 @@ def test_stage_keeps_the_lowest_copy_across_files_and_counts_exclusions():
             + [(5, (3, CONTAMINATED)), (2, (8, CONTAMINATED))]), label="Drops")
         assert_that(out[hash_groups.KEPT], equal_to([("A", (1, 4))]), label="Kept")
         assert_that(out[hash_groups.EXCLUDED], equal_to([1]), label="Excluded")
+
+
+def test_a_bundles_table_holds_each_hashs_lowest_copy_and_builds_only_its_rows():
+    made = []
+
+    def row(position):
+        return lambda: made.append(position) or ("row", position)
+
+    table = hash_groups.LowestCopies(limit=3)
+    offers = [(b"a", (1, 5)), (b"a", (1, 7)), (b"b", (2, 1)), (b"a", (0, 9)), (b"a", (0, 9 + 1))]
+    drops = [table.offer(key, position, row(position)) for key, position in offers]
+    assert drops == [None, (1, (7, DUPLICATE)), None, (1, (5, DUPLICATE)), (0, (10, DUPLICATE))]
+    assert made == [(1, 5), (2, 1), (0, 9)]  # a copy beaten on arrival builds no row
+    assert not table.full
+    assert table.offer(b"c", (3, 3), row((3, 3))) is None and table.full
+    assert sorted(table.flush()) == [(b"a", ("row", (0, 9))), (b"b", ("row", (2, 1))),
+                                     (b"c", ("row", (3, 3)))]
+    assert table.flush() == [] and not table.full
+    # After a flush a hash starts afresh: the grouping by hash decides between the two held.
+    assert table.offer(b"a", (5, 0), row((5, 0))) is None
+
+
+def test_tables_over_any_split_of_the_copies_leave_the_same_lowest_to_the_grouping():
+    rows = copies(2000, seed=3)
+    lowest = min(rows)
+    for parts in (1, 3, 17):
+        table, held, drops = hash_groups.LowestCopies(limit=1), [], []
+        for i, r in enumerate(rows):
+            if i % (len(rows) // parts + 1) == 0:
+                held += table.flush()  # a bundle ends
+            drop = table.offer(b"k", r[:2], lambda r=r: r)
+            drops += [drop] if drop else []
+        held += table.flush()
+        decided = list(decide_copies(OnePass((DOC, r) for _, r in held), excluded=False,
+                                     dedup=True, near=False))
+        assert decided[-1] == Kept(lowest) and len(held) <= parts
+        assert sorted(drops + decided[:-1]) == sorted(
+            (f, (line, DUPLICATE)) for f, line, _, _ in rows if (f, line) != lowest[:2])

@@ -24,8 +24,9 @@ from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
 from pipeline.config import ReadConfig
 from pipeline.dataset import roundtrip, verify
-from pipeline.quality import doc_hash, exclusion, mixture
+from pipeline.quality import doc_hash, exclusion, mixture, prepass
 from pipeline.quality.decision_files import Decisions
+from pipeline.quality.near_dup import NearDupOptions
 from pipeline.quality.plan import QualityPlan
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs
@@ -260,3 +261,56 @@ def test_prepass_decides_the_same_with_fanout_on_and_off_and_two_workers(corpus,
     # val.jsonl's B documents count too: excluded raw input is read with every subset.
     assert json.loads(off["totals.json"]) == {"excluded_hashes": 5, "subsets": {"A": {
         "documents": 12, "tokens": sum(len(ids) for ids in corpus["sp"].encode(KEPT[0]))}}}
+
+
+def repeated_input(root: pathlib.Path) -> tuple[pathlib.Path, dict]:
+    """Three files: 30 distinct documents and 40 copies each of two of them, dealt
+    round-robin from the last file so that the first copy met is not the lowest. -> the
+    directory and each file's expected drops {line: "duplicate"}."""
+    distinct = [tiny_text(900 + i, 14 + i % 9) for i in range(30)]
+    files: list[list[str]] = [[], [], []]
+    for i in range(40):
+        files[2 - i % 3] += [distinct[4], distinct[11]]
+    for i, text in enumerate(distinct):
+        files[i % 3].insert(i % 5, text)
+    (root / "rep").mkdir()
+    seen, expected = set(), [{}, {}, {}]
+    for index, texts in enumerate(files):
+        write_jsonl(root / "rep" / f"{index:02d}.jsonl", [pile_doc(t, "A") for t in texts])
+        for line, text in enumerate(texts, start=1):
+            if text in seen:
+                expected[index][line] = "duplicate"
+            seen.add(text)
+    return root / "rep", expected
+
+
+def repeated_drops(inputs, directory: pathlib.Path, *, plan, runner) -> dict[str, bytes]:
+    """The pre-pass over ``inputs`` in chunks of a few documents: its output files' bytes."""
+    found = expand_inputs(str(inputs))
+    with beam.Pipeline(options=PipelineOptions(runner)) as p:
+        (p | beam.Create(found)
+         | FindDrops(plan=plan, config=ReadConfig(chunk_bytes=1024),
+                     paths=tuple(f.path for f in found), directory=str(directory), fanout=True))
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+@pytest.mark.parametrize("near", [False, True], ids=["exact", "near"])
+def test_copies_dropped_before_the_shuffle_decide_the_same_for_any_bundling(
+        tmp_path, monkeypatch, near):
+    """Without exclusions each bundle's table drops the copies it beats before the grouping
+    by hash: a two-hash table (flushed often) in one process and the default one with two
+    workers decide exactly the expected drops, and the keepers still reach the totals."""
+    inputs, expected = repeated_input(tmp_path)
+    plan = QualityPlan(exact_dedup=True, near=NearDupOptions() if near else None)
+    monkeypatch.setattr(prepass, "HELD_HASHES", 2)
+    small = repeated_drops(inputs, tmp_path / "small", plan=plan, runner=IN_PROCESS)
+    monkeypatch.undo()
+    assert small == repeated_drops(inputs, tmp_path / "two", plan=plan, runner=TWO_WORKERS)
+    assert sum(len(drops) for drops in expected) == 80  # 82 of the two texts, 2 kept
+    for index, drops in enumerate(expected):
+        decisions = Decisions.load(str(tmp_path / "small"), index)
+        assert len(decisions) == len(drops)
+        assert {line: decisions.reason(line) for line in drops} == drops
+    totals = json.loads(small["totals.json"])
+    assert totals["subsets"] == {"A": {"documents": 30, "tokens": 0}}
+    assert ("near_dup" in totals) == near
