@@ -2,6 +2,7 @@
 
     python -m bench.near_chain_bench [--before=PATH_TO_OTHER_CHECKOUT] [--after=.] \\
         [--chain=20000] [--copies=20000] [--others=5000] [--reps=1]
+    python -m bench.near_chain_bench --whole_run --tokenizer_model=PATH --copies=300000
 
 The input (``datagen.revision_chains``): ``--chain`` revisions of one ~300-word text, each the
 previous with 2 words replaced (Jaccard ~0.93 to the next), in revision order, then
@@ -12,6 +13,10 @@ then near) under the in-memory DirectRunner, from the ``--before`` checkout, the
 on ``sys.path``. Reported per side: how many of the chain's revisions are kept (1 when the
 chain is one cluster), the near-duplicate clusters' sizes, wall seconds and the peak RSS
 summed over the run's whole process tree (``bench.process_tree``).
+
+``--whole_run``: instead, the whole ``pipeline.run --dedup=near`` (pre-pass, tokenize, pack,
+shards, manifest) of this checkout on the same input, with ``--tokenizer_model``; reported: its
+documents written and filtered by reason (the manifest's accounting), wall seconds, peak MB.
 """
 
 from __future__ import annotations
@@ -61,6 +66,21 @@ def _run(checkout: str, inputs: str, directory: str, chain) -> dict:
     return {"kept": kept, "sizes": sizes, "wall": wall, "peak": peak_mb}
 
 
+def _whole_run(inputs: str, output: str, tokenizer_model: str) -> int:
+    argv = [sys.executable, "-m", "pipeline.run", f"--input={inputs}/*", f"--output={output}",
+            f"--tokenizer_model={tokenizer_model}", "--seq_len=256", "--dedup=near"]
+    status, text, peak_mb, cpu, wall = run_polled(argv)
+    if status != 0:
+        print(f"the run failed (exit {status}):\n{text[-2000:]}")
+        return 1
+    with open(os.path.join(output, "manifest.json")) as handle:
+        accounting = json.load(handle)["accounting"]
+    print(f"whole run: read {accounting['read']:,}, written {accounting['written']:,}, "
+          f"filtered {accounting['filtered']}; {wall:.1f} s wall, {cpu:.1f} CPU-s, "
+          f"peak {peak_mb:.0f} MB (process tree)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.near_chain_bench", description=__doc__.split("\n")[0]
@@ -71,7 +91,12 @@ def main(argv=None) -> int:
     parser.add_argument("--copies", type=int, default=20000)
     parser.add_argument("--others", type=int, default=5000)
     parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--whole_run", action="store_true",
+                        help="the whole pipeline.run --dedup=near of --after instead")
+    parser.add_argument("--tokenizer_model", default="", help="with --whole_run (required)")
     args = parser.parse_args(argv)
+    if args.whole_run and not args.tokenizer_model:
+        parser.error("--whole_run needs --tokenizer_model")
     sides = ["before", "after"] if args.before else ["after"]
     rows: dict[str, list[dict]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="pilepack-chain-") as tmp:
@@ -82,6 +107,9 @@ def main(argv=None) -> int:
             copies=args.copies,
             others=args.others,
         )
+        if args.whole_run:
+            return _whole_run(os.path.join(tmp, "in"), os.path.join(tmp, "out"),
+                              args.tokenizer_model)
         for rep in range(args.reps):
             for side in sides:
                 directory = os.path.join(tmp, f"{side}-{rep}")
