@@ -3,6 +3,7 @@ distinct, duplicated and chained documents (issue: the Pile at full size).
 
     python -m bench.growth_bench --corpus="$DEV/0*.jsonl.zst" [--base_mb=3] [--sizes=1,4,8,16]
         [--kinds=distinct,duplicated,chained] [--tokenizer_model=PATH] [--eval=PATH] [--reps=1]
+    python -m bench.growth_bench --report=SAVED_OUTPUT   # the report again, from its json line
 
 The inputs (``bench.growth_inputs``): the base is the corpus's first ``--base_mb`` MB of text;
 at ``k``x, *distinct* is the base and k - 1 altered copies of it (every third word replaced:
@@ -18,7 +19,10 @@ Reported per run: seconds per MB of input text (the whole command's wall time an
 tree's CPU), peak RSS summed over the process tree (``bench.process_tree``), each against the
 kind's 1x (the goal: at most +25% from 1x to 8x), the pre-pass jobs' and the main job's
 seconds, the bytes their ``GroupByKey``s took in (``bench.counted_run``), documents written and
-dropped, and the object-store requests the run's files imply (``requests``).
+dropped, and the object-store requests the run's files imply (``requests``). Then, per kind,
+the least-squares line of CPU seconds, shuffled MB and peak MB against the input's MB: its
+slope is the marginal cost per MB (the rate to scale to a larger corpus), its intercept the
+fixed cost of a run.
 """
 
 from __future__ import annotations
@@ -70,6 +74,11 @@ class Options:
     chain: int = flag(ChainBase.chain, help="chained input at 1x: revisions of one text")
     chain_copies: int = flag(ChainBase.copies, help="chained input at 1x: licence copies")
     chain_others: int = flag(ChainBase.others, help="chained input at 1x: unrelated texts")
+    report: str = flag(
+        "",
+        help="print the report of an earlier run from its output (the "
+        "'json: ' line) instead of running",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,15 +254,9 @@ def _train(path: str, workdir: str) -> str:
     return os.path.join(output, "tokenizer.model")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m bench.growth_bench", description=__doc__)
-    add_flags(parser, Options)
-    options = from_args(Options, parser.parse_args(sys.argv[1:] if argv is None else argv))
+def measure_all(options: Options) -> list[Run]:
+    """Write each input and run it, size by size, kinds interleaved; the runs."""
     sizes, kinds = _sizes(options), _kinds(options)
-    if options.reps < 1 or options.base_mb <= 0:
-        raise ConfigError(
-            f"--reps must be >= 1 and --base_mb > 0, got {options.reps}, {options.base_mb}"
-        )
     chain = ChainBase(chain=options.chain, copies=options.chain_copies, others=options.chain_others)
     records = read_records([f.path for f in expand_inputs(corpus_spec(options.corpus))])
     base = base_documents(records, text_bytes=int(options.base_mb * 1e6))
@@ -312,6 +315,24 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(inputs[kind].directory)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    return runs
+
+
+def slope(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """The least-squares line through ``points`` (x, y): (slope, intercept). With runs' text
+    MB as x, the slope is the marginal cost per MB and the intercept the fixed cost."""
+    n = len(points)
+    mean_x, mean_y = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    if not spread:
+        return 0.0, mean_y
+    rate = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    return rate, mean_y - rate * mean_x
+
+
+def report(runs: list[Run]) -> None:
+    """Print the table, the growth over ``GOAL`` up to 8x, each kind's marginal rates and
+    the runs as JSON (``--report`` reads that line back)."""
     print("\n" + table(runs))
     over = [
         f"{kind} {k}x ({', '.join(f'×{g:.2f}' for g in ratios)})"
@@ -322,7 +343,37 @@ def main(argv: list[str] | None = None) -> int:
         f"\ngrowth over {GOAL:.0%} up to 8x (wall s/MB, CPU-s/MB, peak): "
         + ("; ".join(over) if over else "none")
     )
+    print("\nleast-squares lines over the sizes, per MB of input text (marginal; fixed):")
+    for kind in sorted({r.kind for r in runs}, key=KINDS.index):
+        rs = [r for r in runs if r.kind == kind]
+        lines = {
+            name: slope([(r.text_mb, getattr(r, name)) for r in rs])
+            for name in ("cpu", "shuffled_mb", "peak_mb")
+        }
+        cpu, shuffled, peak = lines["cpu"], lines["shuffled_mb"], lines["peak_mb"]
+        print(
+            f"  {kind}: {cpu[0]:.3f} CPU-s ({1 / cpu[0]:.2f} MB per CPU-second; fixed "
+            f"{cpu[1]:.1f} CPU-s), shuffled {shuffled[0]:.2f} MB (fixed {shuffled[1]:.1f}), "
+            f"peak {peak[0]:.1f} MB (fixed {peak[1]:.0f} MB)"
+        )
     print("json: " + json.dumps([dataclasses.asdict(r) for r in runs]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = ArgumentParser(prog="python -m bench.growth_bench", description=__doc__)
+    add_flags(parser, Options)
+    options = from_args(Options, parser.parse_args(sys.argv[1:] if argv is None else argv))
+    if options.report:
+        with open(options.report) as handle:
+            line = next(line for line in handle if line.startswith("json: "))
+        report([Run(**r) for r in json.loads(line[len("json: ") :])])
+        return 0
+    _sizes(options), _kinds(options)  # refused before any work
+    if options.reps < 1 or options.base_mb <= 0:
+        raise ConfigError(
+            f"--reps must be >= 1 and --base_mb > 0, got {options.reps}, {options.base_mb}"
+        )
+    report(measure_all(options))
     return 0
 
 
