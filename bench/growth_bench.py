@@ -69,6 +69,7 @@ class Options:
     eval: str = flag(
         "", help="--decontaminate's evaluation files; empty: the 40 corpus documents after the base"
     )
+    decontaminate: bool = flag(True, help="pass --decontaminate (with --eval's files)")
     options: str = flag("", help="more pipeline.run flags, space-separated")
     reps: int = flag(1, help="runs of each kind and size (medians reported)")
     chain: int = flag(ChainBase.chain, help="chained input at 1x: revisions of one text")
@@ -125,7 +126,8 @@ def requests(output: str, doc: dict, *, text_bytes: int) -> int:
 def measure(
     *, kind: str, k: int, written_input, model: str, eval_path: str, extra: list[str], workdir: str
 ) -> Run:
-    """One ``pipeline.run`` with every feature on, through ``bench.counted_run``."""
+    """One ``pipeline.run`` with every feature on (``--decontaminate`` if ``eval_path``),
+    through ``bench.counted_run``."""
     output, metrics = os.path.join(workdir, "out"), os.path.join(workdir, "metrics.json")
     shutil.rmtree(output, ignore_errors=True)
     argv = [
@@ -136,7 +138,7 @@ def measure(
         f"--input={written_input.directory}/*.jsonl.zst",
         f"--output={output}",
         f"--tokenizer_model={model}",
-        f"--decontaminate={eval_path}",
+        *([f"--decontaminate={eval_path}"] if eval_path else []),
         *ALL_FEATURES,
         *extra,
     ]
@@ -297,7 +299,7 @@ def measure_all(options: Options) -> list[Run]:
                         k=k,
                         written_input=inputs[kind],
                         model=model,
-                        eval_path=eval_path,
+                        eval_path=eval_path if options.decontaminate else "",
                         extra=options.options.split(),
                         workdir=workdir,
                     )
