@@ -370,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             line = next(line for line in handle if line.startswith("json: "))
         report([Run(**r) for r in json.loads(line[len("json: ") :])])
         return 0
-    _sizes(options), _kinds(options)  # refused before any work
+    _sizes(options)  # bad sizes and kinds are refused before any work
+    _kinds(options)
     if options.reps < 1 or options.base_mb <= 0:
         raise ConfigError(
             f"--reps must be >= 1 and --base_mb > 0, got {options.reps}, {options.base_mb}"
