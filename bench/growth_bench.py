@@ -353,8 +353,9 @@ def report(runs: list[Run]) -> None:
             for name in ("cpu", "shuffled_mb", "peak_mb")
         }
         cpu, shuffled, peak = lines["cpu"], lines["shuffled_mb"], lines["peak_mb"]
+        per_second = f"{1 / cpu[0]:.2f}" if cpu[0] > 0 else "n/a: no rise over the sizes"
         print(
-            f"  {kind}: {cpu[0]:.3f} CPU-s ({1 / cpu[0]:.2f} MB per CPU-second; fixed "
+            f"  {kind}: {cpu[0]:.3f} CPU-s ({per_second} MB per CPU-second; fixed "
             f"{cpu[1]:.1f} CPU-s), shuffled {shuffled[0]:.2f} MB (fixed {shuffled[1]:.1f}), "
             f"peak {peak[0]:.1f} MB (fixed {peak[1]:.0f} MB)"
         )
