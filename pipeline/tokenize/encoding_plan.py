@@ -3,13 +3,10 @@
 A pure decision, made in ``DoFn.setup()`` on the worker (its own cores, not the launching
 machine's), from the flags and two facts about where it runs:
 
-* a backend that can release the GIL (gigatoken) encodes chunks in threads of this process
-  (one per core with ``pool_if_auto``): no second copy of the model, and the guard's reference
-  encoding (without the GIL) runs while the worker's main thread reads, packs and writes. The
-  threads use gigatoken's per-text call (``gil_free`` off): it holds the GIL while it encodes
-  a document, but its word cache persists from chunk to chunk, so the whole run takes about
-  a third less CPU than with the GIL-free batch call, which starts every call cold
-  (BENCHMARKS.md, "The encoder's word cache across chunks");
+* a backend that releases the GIL (gigatoken) encodes chunks in threads of this process (one
+  per core with ``pool_if_auto``): no second copy of the model, and the encoding runs while
+  the worker's main thread reads, packs and writes (BENCHMARKS.md, "How the pipeline uses
+  the cores");
 * the sentencepiece backend's word cache is Python, which holds the GIL, so chunks go to a
   pool of encoder processes (one per core with ``pool_if_auto``), each with its own model and
   cache;
@@ -41,8 +38,8 @@ class EncodingPlan:
       workers: Encoders encoding chunks at once (1 inline); one more chunk waits queued.
       encoder_threads: Threads the backend of this process uses for each chunk (more than 1
         only inline).
-      gil_free: Encode with a call that releases the GIL throughout (see
-        ``tokenizer.backends.open_backend``); no plan asks for it now (see above).
+      gil_free: This process's encoder runs beside Python threads (see
+        ``tokenizer.backends.open_backend``).
     """
 
     pool: str
@@ -61,7 +58,7 @@ def plan_encoding(*, requested_processes: int, requested_threads: int, cores: in
     if releases_gil and not requested_processes:
         threads = requested_threads or auto
         if threads > 1:
-            return EncodingPlan(pool=THREADS, workers=threads)
+            return EncodingPlan(pool=THREADS, workers=threads, gil_free=True)
         return EncodingPlan(pool=INLINE, workers=1)
     processes = requested_processes or auto
     if processes > 1:

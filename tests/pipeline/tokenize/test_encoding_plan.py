@@ -17,17 +17,17 @@ WHOLE, PER_CORE = True, False  # pool_if_auto: in-process DirectRunner, a worker
 
 @pytest.mark.parametrize("processes, threads, cores, pool_if_auto, releases_gil, plan", [
     # The default on the in-process DirectRunner, gigatoken: a thread per core, beside the
-    # worker's main thread, with the per-text call (its word cache persists; no gil_free).
-    (0, 0, 8, WHOLE, GIL_FREE, EncodingPlan(THREADS, 8)),
+    # worker's main thread, which needs the backend's GIL-free batch call.
+    (0, 0, 8, WHOLE, GIL_FREE, EncodingPlan(THREADS, 8, gil_free=True)),
     # --encoder_threads sizes that thread pool, not the cores.
-    (0, 3, 8, WHOLE, GIL_FREE, EncodingPlan(THREADS, 3)),
+    (0, 3, 8, WHOLE, GIL_FREE, EncodingPlan(THREADS, 3, gil_free=True)),
     # A runner that starts a worker per core: auto is one thread, no pool.
     (0, 0, 8, PER_CORE, GIL_FREE, EncodingPlan(INLINE, 1)),
     # ... unless threads are asked for.
-    (0, 4, 8, PER_CORE, GIL_FREE, EncodingPlan(THREADS, 4)),
+    (0, 4, 8, PER_CORE, GIL_FREE, EncodingPlan(THREADS, 4, gil_free=True)),
     # One core: nothing to run beside the worker's thread; two: a pool of two.
     (0, 0, 1, WHOLE, GIL_FREE, EncodingPlan(INLINE, 1)),
-    (0, 0, 2, WHOLE, GIL_FREE, EncodingPlan(THREADS, 2)),
+    (0, 0, 2, WHOLE, GIL_FREE, EncodingPlan(THREADS, 2, gil_free=True)),
     # --encoder_threads=1: the caller's only thread (gigatoken's per-text call, word cache).
     (0, 1, 8, WHOLE, GIL_FREE, EncodingPlan(INLINE, 1)),
     # sentencepiece holds the GIL: a process per core instead of threads.

@@ -99,8 +99,8 @@ def test_encoder_threads_and_processes_keep_input_order(tiny_model, sp, encoder,
 
 
 @pytest.mark.parametrize("encoder, processes, threads, pool_if_auto, built", [
-    # A thread per (3) core, each encoding on its own thread with the per-text call.
-    ("gigatoken", 0, 0, True, (concurrent.futures.ThreadPoolExecutor, 3, 1, False)),
+    # A thread per (3) core, each encoding on its own thread with the GIL-free batch call.
+    ("gigatoken", 0, 0, True, (concurrent.futures.ThreadPoolExecutor, 3, 1, True)),
     # In this thread, the backend's own thread per core.
     ("gigatoken", 1, 0, True, (type(None), 1, 3, False)),
     # Built for threads first; sentencepiece holds the GIL: rebuilt with its own 2 threads.
