@@ -249,7 +249,6 @@ class GigatokenBackend(EncoderBackend):
         flat = np.asarray(layout.content.data).astype(TOKEN_DTYPE)
         return [flat[a:b] for a, b in itertools.pairwise(offsets)]
 
-
     def _encode_each(self, texts: list[str]) -> list[np.ndarray]:
         """The per-text call, whose word cache persists from call to call, up to
         ``cache_chars`` characters."""
