@@ -16,6 +16,9 @@ Variants:
                steady state of a long-running pipeline worker (only with --warm_corpus)
   gigatoken    GigatokenBackend(num_threads=N).encode_batch(batch) (tokenizer.backends), the
                model loaded once (untimed)
+  gigatoken-per-text  GigatokenBackend(num_threads=1) from a fresh load each run: one call per
+               text, gigatoken's word cache kept from call to call (bounded by
+               --cache_chars), what the pipeline's per-text path (a worker per core) runs
   gigatoken+guard  the same through tokenizer.guard.ChunkEncoder with --check_every: what a
                pipeline worker runs, the exactness guard's SentencePiece checks included
 
@@ -38,6 +41,7 @@ from collections.abc import Callable
 from bench.corpus import corpus_spec, corpus_texts
 from common.flags import ArgumentParser, add_flags, flag, from_args
 from tokenizer.backends import BackendUnavailable, GigatokenBackend, reference_backend
+from tokenizer.backends.gigatoken_backend import CACHE_CHARS
 from tokenizer.boundaries import cut_text
 from tokenizer.encoder import CachedEncoder, load_model_bytes, processor_from_bytes
 from tokenizer.guard import ChunkEncoder
@@ -60,6 +64,8 @@ class BenchConfig:
     cut_kib: int = flag(64, help="largest piece of plain-cut, in KiB")
     max_docs: int = flag(0, help="encode only the first N documents; 0: all")
     check_every: int = flag(64, help="the guard's sample of gigatoken+guard (1 in N documents)")
+    cache_chars: int = flag(CACHE_CHARS, help="gigatoken-per-text: characters between two drops "
+                            "of the word cache")
 
 
 def parse_args(argv: list[str] | None) -> BenchConfig:
@@ -104,6 +110,13 @@ def run_cached(model_bytes, groups, threads, warm_groups=()):
 
 def run_backend(backend, groups):
     return [ids for batch in groups for ids in backend.encode_batch(batch)]
+
+
+def run_per_text(model_bytes, groups, cache_chars):
+    backend = GigatokenBackend(model_proto=model_bytes, cache_chars=cache_chars)
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = [ids for batch in groups for ids in backend.encode_batch(batch)]
+    return out, backend, (time.perf_counter() - wall, time.process_time() - cpu)
 
 
 def run_guarded(encoder, groups):
@@ -165,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         guarded = ChunkEncoder(model_proto=model_bytes, encoder="gigatoken", num_threads=threads,
                                check_every=config.check_every)
         variants["gigatoken"] = lambda: run_backend(giga, groups)
+        variants["gigatoken-per-text"] = lambda: run_per_text(model_bytes, groups,
+                                                             config.cache_chars)
         variants["gigatoken+guard"] = lambda: run_guarded(guarded, groups)
     except BackendUnavailable as err:
         print(f"gigatoken: not measured ({err})")

@@ -78,6 +78,53 @@ def test_gigatoken_gil_free_batch_call_gives_the_same_ids(model_bytes, processor
     assert all(ids.dtype == np.int32 for ids in free.encode_batch(ADVERSARIAL))
 
 
+# Words as SentencePiece splits them, each seen several times across calls: leading and
+# repeated spaces, digits, scripts, long words, words seen first inside a longer run.
+WORDS_AGAIN = [
+    " leading", "  two leading", "trailing ", "a  b   c", "3.14159 2024 1,000,000 0x7f",
+    "ünïcödé naïve café 中文 日本語 한국어 Ελληνικά русский", "e\u0301 ﬁ Ａ１ 😀👍🏽",
+    "supercalifragilisticexpialidocious " * 30, "y" * 3000, "tab\tand\nnew\r\nline",
+    "the the the the", "thethe the_the the-the", "x = f(a, b)  # the",
+]
+
+
+def test_gigatoken_word_cache_across_calls_is_exact_and_bounded(model_bytes, processor):
+    """The per-text call keeps its word cache from call to call (text seen before costs less)
+    and drops it every ``cache_chars`` characters; ids never change, cold or warm."""
+    budget = 20_000
+    texts = WORDS_AGAIN + ADVERSARIAL + stdlib_texts(skip=150, max_chars=150_000)
+    backend = GigatokenBackend(model_proto=model_bytes, processor=processor, cache_chars=budget)
+    assert not backend._gil_free and backend._pool is None  # the per-text call
+    expected = [documented_encode(processor, t) for t in texts]
+    loaded = backend._tokenizer
+    for rep in range(3):  # the same texts again, in calls of different sizes
+        size = 1 + 7 * rep
+        got = [ids for i in range(0, len(texts), size)
+               for ids in _lists(backend.encode_batch(texts[i:i + size]))]
+        assert got == expected
+        assert backend._cached_chars < budget + max(map(len, texts))
+    assert backend.cache_drops >= 3 * sum(map(len, texts)) // (budget + max(map(len, texts)))
+    assert backend._tokenizer is not loaded  # reloaded: the old cache is garbage
+    unbounded = GigatokenBackend(model_proto=model_bytes, processor=processor)
+    assert _lists(unbounded.encode_batch(texts)) == expected
+    assert unbounded.cache_drops == 0
+    with pytest.raises(ConfigError, match="cache_chars=0 must be positive"):
+        GigatokenBackend(model_proto=model_bytes, processor=processor, cache_chars=0)
+
+
+def test_gigatoken_per_text_call_from_several_threads(model_bytes, processor):
+    """Encoder threads share one backend: its per-text calls (and cache drops) take turns."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = WORDS_AGAIN + ADVERSARIAL + stdlib_texts(skip=150, max_chars=100_000)
+    backend = GigatokenBackend(model_proto=model_bytes, processor=processor, cache_chars=5_000)
+    chunks = [texts[i:i + 3] for i in range(0, len(texts), 3)] * 3
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda chunk: _lists(backend.encode_batch(chunk)), chunks))
+    assert got == [[documented_encode(processor, t) for t in chunk] for chunk in chunks]
+    assert backend.cache_drops > 0
+
+
 @pytest.mark.parametrize("word_cache", [True, False])
 def test_sentencepiece_backend_is_the_library(model_bytes, processor, word_cache):
     backend = SentencePieceBackend(model_proto=model_bytes, word_cache=word_cache)
