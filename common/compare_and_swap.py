@@ -92,7 +92,8 @@ class _S3:
 
         bucket, key, _ = fs.split_path(path)
         try:
-            response, data = sync(fs.loop, _s3_get, fs, bucket, key)
+            with _s3_access(path):
+                response, data = sync(fs.loop, _s3_get, fs, bucket, key)
         except FileNotFoundError as err:
             _refuse_missing_s3_bucket(err, path)
             return None
@@ -119,32 +120,38 @@ async def _s3_get(fs, bucket: str, key: str):
 _S3_LOST = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 
 
-def _s3_code(err: OSError) -> str | None:
-    """The S3 error code behind s3fs's OSError (it keeps botocore's error as the cause)."""
-    return getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
-
-
 def _refuse_missing_s3_bucket(err: FileNotFoundError, path: str) -> None:
     # s3fs turns a missing key and a missing bucket alike into FileNotFoundError.
-    if _s3_code(err) == "NoSuchBucket":
+    if storage.s3_error_code(err) == "NoSuchBucket":
         raise _bucket_not_found(f"s3://{path}") from err
 
 
 def _s3_conditional(fs, path: str, method: str, **kwargs) -> bool:
     bucket, key, _ = fs.split_path(path)
     try:
-        fs.call_s3(method, Bucket=bucket, Key=key, **kwargs)
+        with _s3_access(path):
+            fs.call_s3(method, Bucket=bucket, Key=key, **kwargs)
     except FileNotFoundError as err:  # If-Match on a key that is gone
         _refuse_missing_s3_bucket(err, path)
         return False
     except OSError as err:
-        code = _s3_code(err)
+        code = storage.s3_error_code(err)
         if isinstance(err, FileExistsError) or code in _S3_LOST:
             return False
         raise
     finally:
         fs.invalidate_cache(path)
     return True
+
+
+@contextlib.contextmanager
+def _s3_access(path: str):
+    """Within: S3's refusals (s3fs's PermissionError for a 403) are one typed error naming
+    ``path`` and the fix, as ``_gcs_access`` makes GCS's."""
+    try:
+        yield
+    except PermissionError as err:
+        raise storage.access_denied(f"s3://{path}", err) from err
 
 
 class _GCS:
