@@ -15,7 +15,8 @@ register its protocol names):
   ``O_EXCL`` (the content is written after, so a reader may see it partial for a moment), and
   replace and delete first create a lock file named after the version they replace, with
   ``O_EXCL``: of those who read one version, one changes it. A holder that dies in between
-  leaves its lock file (``LeftoverLock`` names it once it is ``LEFTOVER_LOCK_S`` old).
+  leaves its lock file (``LeftoverLock`` names it once it is ``LEFTOVER_LOCK_S`` old). One
+  that renames no files either (mountpoint-s3) is refused: ``local_swap.UnsupportedFilesystem``.
 - ``s3``: conditional requests: ``PUT`` with ``If-None-Match: *`` (create) or
   ``If-Match: <ETag>`` (replace), ``DELETE`` with ``If-Match``. The version is the ETag.
 - ``gs``: generation preconditions through the ``google-cloud-storage`` client (it comes with

@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import os
 import posixpath
+import re
 import time
 import uuid
 
@@ -27,6 +28,10 @@ VERSION_LOCK_MARKER = ".lock-"  # <file>.lock-<hash of the version>, beside the 
 
 class LeftoverLock(PilepackError):
     """A version lock file left behind by a process that died while changing the file."""
+
+
+class UnsupportedFilesystem(PilepackError):
+    """An output on a file system that can neither link nor rename files (mountpoint-s3)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Local:
         except OSError as err:
             if err.errno not in _NO_LINKS:
                 raise
+            tmp = _renamed(tmp)  # refuses a file system that cannot rename either
         finally:
             os.unlink(tmp)
         return _create_excl(path, data)
@@ -103,6 +109,44 @@ def _write_tmp(path: str, data: bytes) -> str:
         handle.flush()
         os.fsync(handle.fileno())
     return tmp
+
+
+def _renamed(tmp: str) -> str:
+    """``tmp`` renamed (every write renames a complete file into place); UnsupportedFilesystem
+    where the file system cannot (mountpoint-s3 on a general purpose bucket)."""
+    moved = f"{tmp}-renamed"
+    try:
+        os.rename(tmp, moved)
+    except OSError as err:
+        if err.errno not in _NO_LINKS:
+            raise
+        raise UnsupportedFilesystem(
+            f"{posixpath.dirname(tmp)} is on {_mount_of(tmp)}, which renames no files "
+            f"({os.strerror(err.errno)}); pilepack writes every file whole and then renames it "
+            "into place, so write to the bucket through its URL instead "
+            "(--output=s3://BUCKET/PATH or gs://BUCKET/PATH)") from err
+    return moved
+
+
+def _mount_of(path: str) -> str:
+    """``the TYPE mount MOUNTPOINT (SOURCE)`` holding ``path``, from /proc/self/mountinfo."""
+    real, best = os.path.realpath(path), None
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                fields, _, rest = line.partition(" - ")
+                point = _unescape(fields.split()[4])
+                if (real == point or real.startswith(point.rstrip("/") + "/")) and (
+                        best is None or len(point) >= len(best[0])):
+                    best = (point, *rest.split()[:2])
+    except (OSError, IndexError):
+        return "its mount"
+    return f"the {best[1]} mount {best[0]} ({best[2]})" if best else "its mount"
+
+
+def _unescape(field: str) -> str:
+    # mountinfo writes a space, tab, newline and backslash in octal: \040 ...
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), field)
 
 
 def _create_excl(path: str, data: bytes) -> bool:

@@ -152,6 +152,19 @@ def nolink_dir(tmp_path_factory):
     """A directory on a real file system without hard links (``tests.nolink_fs``: FUSE, as
     bucket mounts are). Skipped, saying why, only where this machine cannot mount FUSE; under
     CI (``CI`` set, where ``.ci/run`` installs libfuse 2) that fails instead."""
+    with _fuse_dir(tmp_path_factory, renames=True) as mountpoint:
+        yield mountpoint
+
+
+@pytest.fixture(scope="session")
+def norename_dir(tmp_path_factory):
+    """The same, on a file system that renames no files either (as mountpoint-s3)."""
+    with _fuse_dir(tmp_path_factory, renames=False) as mountpoint:
+        yield mountpoint
+
+
+@contextlib.contextmanager
+def _fuse_dir(tmp_path_factory, *, renames: bool):
     import pathlib
 
     from tests import nolink_fs
@@ -162,7 +175,8 @@ def nolink_dir(tmp_path_factory):
     if why:
         pytest.skip(f"cannot mount the FUSE file system without hard links: {why}")
     root = tmp_path_factory.mktemp("nolink")
-    with nolink_fs.mounted(str(root / "backing"), str(root / "mounted")) as mountpoint:
+    with nolink_fs.mounted(str(root / "backing"), str(root / "mounted"),
+                           renames=renames) as mountpoint:
         yield pathlib.Path(mountpoint)
 
 

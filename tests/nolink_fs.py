@@ -2,7 +2,7 @@
 Vertex AI's ``/gcs/``): a FUSE passthrough (fusepy over libfuse 2) of a backing directory whose
 ``link()`` fails with ``ENOSYS``, what a FUSE server without the operation answers.
 
-Run as ``python -m tests.nolink_fs BACKING MOUNTPOINT`` (it stays in the foreground until
+Run as ``python -m tests.nolink_fs BACKING MOUNTPOINT [--no-rename]`` (it stays in the foreground until
 unmounted); ``mounted()`` mounts one for a test and unmounts it after. Mounting needs
 ``/dev/fuse``, root (or ``fusermount``) and libfuse 2 (Debian's ``libfuse2``, which ``.ci/run``
 installs); ``cannot_mount()`` says why when that is missing.
@@ -19,10 +19,11 @@ import time
 
 
 class NoLinkPassthrough:
-    """fusepy operations: every call goes to the same path under ``backing``, but ``link``."""
+    """fusepy operations: every call goes to the same path under ``backing``, but ``link``
+    (and ``rename`` unless ``renames``)."""
 
-    def __init__(self, backing: str):
-        self.backing = backing
+    def __init__(self, backing: str, *, renames: bool = True):
+        self.backing, self.renames = backing, renames
 
     def __call__(self, op, *args):  # fusepy's dispatch
         from fuse import FuseOSError
@@ -83,6 +84,10 @@ class NoLinkPassthrough:
         os.unlink(self._real(path))
 
     def rename(self, old, new):
+        if not self.renames:  # as mountpoint-s3 on a general purpose bucket
+            from fuse import FuseOSError
+
+            raise FuseOSError(errno.ENOSYS)
         os.rename(self._real(old), self._real(new))
 
     def mkdir(self, path, mode):
@@ -126,14 +131,16 @@ def _on_path(name: str) -> bool:
 
 
 @contextlib.contextmanager
-def mounted(backing: str, mountpoint: str):
-    """Mount the file system of ``backing`` on ``mountpoint`` in a child process; unmount
-    after. Raises RuntimeError with the child's output when it does not come up."""
+def mounted(backing: str, mountpoint: str, *, renames: bool = True):
+    """Mount the file system of ``backing`` on ``mountpoint`` in a child process (one that
+    cannot rename files either unless ``renames``); unmount after. Raises RuntimeError with
+    the child's output when it does not come up."""
     os.makedirs(backing, exist_ok=True)
     os.makedirs(mountpoint, exist_ok=True)
     log = f"{backing.rstrip('/')}.log"  # a file, not a pipe that could fill and block it
     with open(log, "wb") as output:
-        server = subprocess.Popen([sys.executable, "-m", "tests.nolink_fs", backing, mountpoint],
+        server = subprocess.Popen([sys.executable, "-m", "tests.nolink_fs", backing, mountpoint,
+                                   *([] if renames else ["--no-rename"])],
                                   stdout=output, stderr=subprocess.STDOUT,
                                   cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
@@ -159,9 +166,10 @@ def mounted(backing: str, mountpoint: str):
 def main(argv: list[str]) -> None:
     from fuse import FUSE
 
-    backing, mountpoint = argv
+    backing, mountpoint = argv[:2]
+    operations = NoLinkPassthrough(os.path.abspath(backing), renames="--no-rename" not in argv)
     # Threads: a claim's reader and writer may be in separate processes at once.
-    FUSE(NoLinkPassthrough(os.path.abspath(backing)), mountpoint, foreground=True,
+    FUSE(operations, mountpoint, foreground=True,
          nothreads=False, allow_other=True, default_permissions=True)
 
 

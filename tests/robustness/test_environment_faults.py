@@ -128,6 +128,20 @@ def test_two_jobs_started_at_once_on_one_output(corpus, tokenizer_model, tmp_pat
     assert not (out / claim.CLAIM_NAME).exists()
 
 
+def test_an_output_on_a_mount_that_cannot_rename_is_refused_in_one_line(
+        corpus, tokenizer_model, norename_dir, tmp_path, capsys):
+    """A bucket mount without hard links or renames (mountpoint-s3): refused before anything
+    is written, in one line naming the mount and what to use instead."""
+    out = norename_dir / tmp_path.name / "out"
+    assert run_inprocess("--input", corpus, "--output", out, "--tokenizer_model",
+                         tokenizer_model, *SMALL) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out}") and err.count("\n") == 1, err
+    assert f"the fuse mount {norename_dir} " in err and "renames no files" in err, err
+    assert "--output=s3://BUCKET/PATH or gs://BUCKET/PATH" in err, err
+    assert not out.exists() or not list(out.iterdir())
+
+
 def test_s3_claims_use_a_conditional_put(s3):
     out = s3.url("claimed")
     first = claim.claim(out)
