@@ -152,7 +152,7 @@ def _s3_access(path: str):
     try:
         yield
     except PermissionError as err:
-        raise storage.access_denied(f"s3://{path}", err) from err
+        raise storage.s3_access_denied(f"s3://{path}", err) from err
 
 
 class _GCS:

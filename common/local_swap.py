@@ -19,8 +19,8 @@ import uuid
 from common import storage
 from common.errors import PilepackError
 
-# What link() answers on a file system without hard links (FUSE turns ENOSYS into EPERM).
-_NO_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK)
+# What link() (rename()) answers on a file system without them (FUSE: ENOSYS, EPERM for link).
+_UNSUPPORTED = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK)
 # A version lock is held for a read and a rename: one this old was left by a dead holder.
 LEFTOVER_LOCK_S = 60.0
 VERSION_LOCK_MARKER = ".lock-"  # <file>.lock-<hash of the version>, beside the file
@@ -55,7 +55,7 @@ class Local:
         except FileExistsError:
             return False
         except OSError as err:
-            if err.errno not in _NO_LINKS:
+            if err.errno not in _UNSUPPORTED:
                 raise
             tmp = _renamed(tmp)  # refuses a file system that cannot rename either
         finally:
@@ -118,7 +118,7 @@ def _renamed(tmp: str) -> str:
     try:
         os.rename(tmp, moved)
     except OSError as err:
-        if err.errno not in _NO_LINKS:
+        if err.errno not in _UNSUPPORTED:
             raise
         raise UnsupportedFilesystem(
             f"{posixpath.dirname(tmp)} is on {_mount_of(tmp)}, which renames no files "
@@ -175,7 +175,7 @@ def _has_hard_links(directory: str) -> bool:
     try:
         os.link(probe, f"{probe}-linked")
     except OSError as err:
-        if err.errno in _NO_LINKS:
+        if err.errno in _UNSUPPORTED:
             return False
         raise
     finally:

@@ -66,9 +66,9 @@ def s3_error_code(err: OSError) -> str | None:
     return getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
 
 
-def access_denied(url: str, err: PermissionError) -> StorageAccessDenied:
-    """The one-line error for an object store's 403 on ``url`` (s3fs raises PermissionError),
-    naming the fix: other credentials, or a policy that allows them."""
+def s3_access_denied(url: str, err: PermissionError) -> StorageAccessDenied:
+    """The one-line error for S3's 403 on ``url`` (s3fs raises PermissionError), naming the
+    fix: other credentials, or a policy that allows them."""
     code = s3_error_code(err) or "403"
     message = str(err).strip().split("\n", 1)[0][:200]
     why = code if message in ("", code) else f"{code}: {message}"

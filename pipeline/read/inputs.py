@@ -40,9 +40,9 @@ def expand_inputs(spec: str) -> list[InputFile]:
         try:
             found.update(_listed(item, fs, stripped))
         except PermissionError as err:
-            if not storage.is_object_store(fs):  # a local one names its path already
+            if storage.protocol(fs) not in ("s3", "s3a"):  # a local one names its path already
                 raise
-            raise storage.access_denied(item, err) from err
+            raise storage.s3_access_denied(item, err) from err
     return [InputFile(index=i, path=p, bytes=int(found[p].get("size") or 0),
                       version=file_version(found[p]))
             for i, p in enumerate(sorted(found))]
