@@ -5,11 +5,18 @@ What makes it atomic depends on the storage, so each protocol has its own class 
 four static methods, registered in ``BACKENDS`` (to add one, e.g. ``az``: write the class and
 register its protocol names):
 
-- ``local`` (local and mounted file systems, EFS included): creation is ``os.link`` of a
-  complete temporary file (never a partial file under the final name); replace and delete take
-  ``flock`` on the current file, check that it is still the file at the path and still has the
-  version read, then ``os.replace``/``unlink``. ``flock`` is released when its holder dies, so a
+- ``local`` (local and mounted file systems, EFS included; in ``common.local_swap``): creation
+  is ``os.link`` of a complete temporary file (never a partial file under the final name);
+  replace and delete take ``flock`` on the current file, check that it is still the file at the
+  path and still has the version read, then ``os.replace``/``unlink``. ``flock`` is released when its holder dies, so a
   crash leaves no lock behind. The version is inode, mtime and a hash of the content.
+  A file system without hard links (FUSE bucket mounts: gcsfuse, mountpoint-s3, Vertex AI's
+  ``/gcs/``), where ``flock`` is at best local to one machine: creation is ``open`` with
+  ``O_EXCL`` (the content is written after, so a reader may see it partial for a moment), and
+  replace and delete first create a lock file named after the version they replace, with
+  ``O_EXCL``: of those who read one version, one changes it. A holder that dies in between
+  leaves its lock file (``LeftoverLock`` names it once it is ``LEFTOVER_LOCK_S`` old). One
+  that renames no files either (mountpoint-s3) is refused: ``local_swap.UnsupportedFilesystem``.
 - ``s3``: conditional requests: ``PUT`` with ``If-None-Match: *`` (create) or
   ``If-Match: <ETag>`` (replace), ``DELETE`` with ``If-Match``. The version is the ETag.
 - ``gs``: generation preconditions through the ``google-cloud-storage`` client (it comes with
@@ -30,23 +37,13 @@ written counts as success (callers write content unique to themselves, e.g. a ra
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import fcntl
 import hashlib
-import os
-import posixpath
-import uuid
 
 from common import storage
+from common.local_swap import LEFTOVER_LOCK_S, LeftoverLock, Local, Versioned
 
-
-@dataclasses.dataclass(frozen=True)
-class Versioned:
-    """A file's content as read, the version to pass back to replace/delete, its mtime."""
-
-    data: bytes
-    version: str  # opaque; compare only for equality
-    modified: float  # seconds since the epoch: mtime, or the object's LastModified
+__all__ = ["BACKENDS", "LEFTOVER_LOCK_S", "LeftoverLock", "Versioned", "create_exclusive",
+           "delete_if", "is_atomic", "read", "replace_if"]
 
 
 def create_exclusive(path: str, data: bytes) -> bool:
@@ -84,85 +81,6 @@ def _is(fs, path: str, data: bytes) -> bool:
     return current is not None and current.data == data
 
 
-class _Local:
-    @staticmethod
-    def create_exclusive(fs, path: str, data: bytes) -> bool:
-        tmp = _write_tmp(path, data)
-        try:
-            os.link(tmp, path)  # atomic, fails if the name exists
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(tmp)
-
-    @staticmethod
-    def read(fs, path: str) -> Versioned | None:
-        try:
-            with open(path, "rb") as handle:
-                return _local_versioned(handle)
-        except FileNotFoundError:
-            return None
-
-    @staticmethod
-    def replace_if(fs, path: str, data: bytes, version: str) -> bool:
-        tmp = _write_tmp(path, data)
-        try:
-            with _locked(path, version) as held:
-                if held:
-                    os.replace(tmp, path)
-                return held
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-
-    @staticmethod
-    def delete_if(fs, path: str, version: str) -> bool:
-        with _locked(path, version) as held:
-            if held:
-                os.unlink(path)
-            return held
-
-
-def _local_versioned(handle) -> Versioned:
-    # One descriptor for content and inode: the file is only ever replaced, never rewritten.
-    stat = os.fstat(handle.fileno())
-    data = handle.read()
-    digest = hashlib.sha256(data).hexdigest()[:16]
-    return Versioned(data=data, version=f"{stat.st_ino}:{stat.st_mtime_ns}:{digest}",
-                     modified=stat.st_mtime)
-
-
-def _write_tmp(path: str, data: bytes) -> str:
-    directory = posixpath.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    tmp = posixpath.join(directory, f"{storage.TMP_MARKER}{uuid.uuid4().hex}-"
-                                    f"{posixpath.basename(path)}")
-    with open(tmp, "xb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return tmp
-
-
-@contextlib.contextmanager
-def _locked(path: str, version: str):
-    """Yield True holding ``flock`` on the file at ``path`` if it still has ``version``."""
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except PermissionError:  # another user's file: a shared lock still excludes theirs
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        yield False
-        return
-    with os.fdopen(fd, "rb") as handle:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # NFS (EFS): emulated with a POSIX lock
-        try:
-            still_there = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            still_there = False
-        yield still_there and _local_versioned(handle).version == version
-
 
 class _S3:
     @staticmethod
@@ -175,7 +93,8 @@ class _S3:
 
         bucket, key, _ = fs.split_path(path)
         try:
-            response, data = sync(fs.loop, _s3_get, fs, bucket, key)
+            with _s3_access(path):
+                response, data = sync(fs.loop, _s3_get, fs, bucket, key)
         except FileNotFoundError as err:
             _refuse_missing_s3_bucket(err, path)
             return None
@@ -202,32 +121,38 @@ async def _s3_get(fs, bucket: str, key: str):
 _S3_LOST = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 
 
-def _s3_code(err: OSError) -> str | None:
-    """The S3 error code behind s3fs's OSError (it keeps botocore's error as the cause)."""
-    return getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
-
-
 def _refuse_missing_s3_bucket(err: FileNotFoundError, path: str) -> None:
     # s3fs turns a missing key and a missing bucket alike into FileNotFoundError.
-    if _s3_code(err) == "NoSuchBucket":
+    if storage.s3_error_code(err) == "NoSuchBucket":
         raise _bucket_not_found(f"s3://{path}") from err
 
 
 def _s3_conditional(fs, path: str, method: str, **kwargs) -> bool:
     bucket, key, _ = fs.split_path(path)
     try:
-        fs.call_s3(method, Bucket=bucket, Key=key, **kwargs)
+        with _s3_access(path):
+            fs.call_s3(method, Bucket=bucket, Key=key, **kwargs)
     except FileNotFoundError as err:  # If-Match on a key that is gone
         _refuse_missing_s3_bucket(err, path)
         return False
     except OSError as err:
-        code = _s3_code(err)
+        code = storage.s3_error_code(err)
         if isinstance(err, FileExistsError) or code in _S3_LOST:
             return False
         raise
     finally:
         fs.invalidate_cache(path)
     return True
+
+
+@contextlib.contextmanager
+def _s3_access(path: str):
+    """Within: S3's refusals (s3fs's PermissionError for a 403) are one typed error naming
+    ``path`` and the fix, as ``_gcs_access`` makes GCS's."""
+    try:
+        yield
+    except PermissionError as err:
+        raise storage.s3_access_denied(f"s3://{path}", err) from err
 
 
 class _GCS:
@@ -381,7 +306,7 @@ def _modified(info: dict) -> float:
     return 0.0
 
 
-BACKENDS = {"file": _Local, "local": _Local, "s3": _S3, "s3a": _S3, "gs": _GCS, "gcs": _GCS}
+BACKENDS = {"file": Local, "local": Local, "s3": _S3, "s3a": _S3, "gs": _GCS, "gcs": _GCS}
 
 
 def _backend(fs):

@@ -23,8 +23,13 @@ from common.errors import PilepackError
 TMP_MARKER = ".inprogress-"
 
 
-# The extra that brings a URL scheme's file system, where the base install lacks it.
-EXTRA_FOR_SCHEME = {"gs": "dataflow", "gcs": "dataflow"}
+# What brings a URL scheme's file system where an install lacks it (often a Beam worker's: a
+# --setup_file or requirements file without it): an extra, or pilepack's own dependencies.
+INSTALL_FOR_SCHEME = {
+    "gs": "pip install 'pilepack[dataflow]'", "gcs": "pip install 'pilepack[dataflow]'",
+    "s3": "pip install pilepack (s3fs is one of its dependencies)",
+    "s3a": "pip install pilepack (s3fs is one of its dependencies)",
+}
 
 
 def filesystem(path: str):
@@ -33,8 +38,8 @@ def filesystem(path: str):
         fs, stripped = fsspec.core.url_to_fs(path)
     except ImportError as err:  # fsspec's "Install gcsfs to access Google Storage"
         scheme = path.split("://", 1)[0] if "://" in path else ""
-        extra = EXTRA_FOR_SCHEME.get(scheme)
-        fix = f" (pip install 'pilepack[{extra}]' brings it)" if extra else ""
+        install = INSTALL_FOR_SCHEME.get(scheme)
+        fix = f" ({install} brings it, on the launcher and the Beam workers)" if install else ""
         raise MissingFilesystemError(f"{path}: {err}{fix}") from err
     return fs, stripped
 
@@ -49,6 +54,32 @@ class BucketNotFound(PilepackError):
 
 class StorageAccessDenied(PilepackError):
     """An object store that refuses this process: no credentials, or no permission."""
+
+
+# 403s of credentials that S3 does not accept, as against ones it accepts but does not allow.
+_S3_BAD_CREDENTIALS = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+                       "InvalidToken", "TokenRefreshRequired")
+
+
+def s3_error_code(err: OSError) -> str | None:
+    """The S3 error code behind s3fs's OSError (it keeps botocore's error as the cause)."""
+    return getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
+
+
+def s3_access_denied(url: str, err: PermissionError) -> StorageAccessDenied:
+    """The one-line error for S3's 403 on ``url`` (s3fs raises PermissionError), naming the
+    fix: other credentials, or a policy that allows them."""
+    code = s3_error_code(err) or "403"
+    message = str(err).strip().split("\n", 1)[0][:200]
+    why = code if message in ("", code) else f"{code}: {message}"
+    if code in _S3_BAD_CREDENTIALS:
+        return StorageAccessDenied(
+            f"{url}: the AWS credentials were refused ({why}); renew them, or check "
+            "AWS_PROFILE / AWS_ACCESS_KEY_ID and AWS_ENDPOINT_URL")
+    return StorageAccessDenied(
+        f"{url}: access denied ({why}); allow this identity s3:GetObject, s3:PutObject, "
+        f"s3:DeleteObject and s3:ListBucket on {bucket_url(url)} (its IAM policy or the bucket "
+        "policy), or choose another location")
 
 
 def bucket_url(path: str) -> str:

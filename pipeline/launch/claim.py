@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 STALE_AFTER_HOURS = 48.0  # longer than any run of one split should take
 PARTIAL_GRACE_S = 600.0  # an unreadable claim younger than this may still be being written
+_CREATING_S = 1.0  # an unreadable claim this young is read again: it is being written now
 TAKE_OVER_FLAG = "--take_over_claim"
 
 
@@ -96,7 +97,7 @@ def claim(output: str, *, runner: str = "", take_over: str = "") -> Claim:
     path = claim_path(output)
     mine = new_claim(runner=runner)
     data = mine.to_bytes()
-    for _ in range(5):
+    for attempt in range(5):
         if compare_and_swap.create_exclusive(path, data):
             return mine
         current = compare_and_swap.read(path)
@@ -105,6 +106,9 @@ def claim(output: str, *, runner: str = "", take_over: str = "") -> Claim:
         holder = Claim.from_bytes(current.data)
         if holder is None:
             age = time.time() - current.modified
+            if age < _CREATING_S and attempt < 4:  # without hard links, written after creation
+                time.sleep(_CREATING_S / 4)
+                continue
             if age < PARTIAL_GRACE_S:
                 raise OutputClaimed(
                     f"{path} is unreadable and {age:.0f} s old: a run may be writing it right "

@@ -37,34 +37,45 @@ def expand_inputs(spec: str) -> list[InputFile]:
         if not item:
             continue
         fs, stripped = storage.filesystem(item)
-        if any(ch in stripped for ch in "*?["):
-            matches = fs.glob(stripped, detail=True)
-            if not matches:
-                raise InputError(f"--input {item!r} matches no file; check the pattern")
-            for path, info in matches.items():
-                info = _followed(fs, path, info, item=item)
-                if info.get("type") != "directory":
-                    found[_with_scheme(item, path)] = info
-        elif fs.isdir(stripped):
-            listed = [
-                info for info in fs.find(stripped, detail=True).values()
-                if info["name"].endswith(SUFFIXES)
-            ]
-            if not listed:
-                raise InputError(
-                    f"--input directory {item!r} holds no {', '.join(SUFFIXES[:4])} files"
-                )
-            for info in listed:
-                found[_with_scheme(item, info["name"])] = _followed(fs, info["name"], info,
-                                                                     item=item)
-        elif fs.exists(stripped):
-            # Spelled like glob and directory matches, so a file named twice is read once.
-            found[_with_scheme(item, stripped)] = fs.info(stripped)
-        else:
-            raise InputError(f"--input {item!r} does not exist (no such file, directory or glob)")
+        try:
+            found.update(_listed(item, fs, stripped))
+        except PermissionError as err:
+            if storage.protocol(fs) not in ("s3", "s3a"):  # a local one names its path already
+                raise
+            raise storage.s3_access_denied(item, err) from err
     return [InputFile(index=i, path=p, bytes=int(found[p].get("size") or 0),
                       version=file_version(found[p]))
             for i, p in enumerate(sorted(found))]
+
+
+def _listed(item: str, fs, stripped: str) -> dict[str, dict]:
+    """The files one ``--input`` item names, by path with its scheme."""
+    found: dict[str, dict] = {}
+    if any(ch in stripped for ch in "*?["):
+        matches = fs.glob(stripped, detail=True)
+        if not matches:
+            raise InputError(f"--input {item!r} matches no file; check the pattern")
+        for path, info in matches.items():
+            info = _followed(fs, path, info, item=item)
+            if info.get("type") != "directory":
+                found[_with_scheme(item, path)] = info
+    elif fs.isdir(stripped):
+        listed = [
+            info for info in fs.find(stripped, detail=True).values()
+            if info["name"].endswith(SUFFIXES)
+        ]
+        if not listed:
+            raise InputError(
+                f"--input directory {item!r} holds no {', '.join(SUFFIXES[:4])} files"
+            )
+        for info in listed:
+            found[_with_scheme(item, info["name"])] = _followed(fs, info["name"], info, item=item)
+    elif fs.exists(stripped):
+        # Spelled like glob and directory matches, so a file named twice is read once.
+        found[_with_scheme(item, stripped)] = fs.info(stripped)
+    else:
+        raise InputError(f"--input {item!r} does not exist (no such file, directory or glob)")
+    return found
 
 
 def _followed(fs, path: str, info: dict, *, item: str) -> dict:

@@ -73,6 +73,22 @@ class Recorder(FaultProxy):
         self.seen.append((method, path))  # and no fault: None
 
 
+class Forbidding(FaultProxy):
+    """Answers every request 403, forwarding nothing: ``AccessDenied`` as S3 answers
+    credentials that a bucket's policy (or the account's IAM) does not allow, or ``code`` (e.g.
+    ``InvalidAccessKeyId``: credentials it does not know)."""
+
+    def __init__(self, upstream: str, *, code: str = "AccessDenied",
+                 message: str = "Access Denied"):
+        super().__init__(upstream, every=2, max_faults=0)
+        self.code, self.message = code, message
+
+    def next_fault(self, method: str, path: str):
+        with self._lock:
+            self.faults.append((method, path, 403))
+        return 403, self.code, self.message
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, and 100-continue handled for us
 

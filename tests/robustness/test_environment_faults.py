@@ -102,10 +102,14 @@ def test_a_stale_claim_is_taken_over_with_a_warning(corpus, tokenizer_model, tmp
     assert load(out)["run_id"] != "other-run" and not (out / claim.CLAIM_NAME).exists()
 
 
-def test_two_jobs_started_at_once_on_one_output(corpus, tokenizer_model, tmp_path):
+@pytest.mark.parametrize("where", ["local", "no hard links"])
+def test_two_jobs_started_at_once_on_one_output(corpus, tokenizer_model, tmp_path, request,
+                                                where):
     """Real processes, --seq_len 64 and 32 into one --output: one writes the dataset, the
-    other is refused naming it; never two successes with one dataset left."""
-    out = tmp_path / "shared"
+    other is refused naming it; never two successes with one dataset left. Also on a file
+    system without hard links (FUSE, as gcsfuse and mountpoint-s3 are)."""
+    root = tmp_path if where == "local" else request.getfixturevalue("nolink_dir") / tmp_path.name
+    out = root / "shared"
     base = [sys.executable, "-m", "pipeline.run", "--input", str(corpus), "--output", str(out),
             "--tokenizer_model", str(tokenizer_model), "--shard_bytes=65536",
             "--encode_processes=1", "--runner=DirectRunner"]
@@ -122,6 +126,20 @@ def test_two_jobs_started_at_once_on_one_output(corpus, tokenizer_model, tmp_pat
     doc = load(out)
     assert doc["seq_len"] == (64, 32)[winner]
     assert not (out / claim.CLAIM_NAME).exists()
+
+
+def test_an_output_on_a_mount_that_cannot_rename_is_refused_in_one_line(
+        corpus, tokenizer_model, norename_dir, tmp_path, capsys):
+    """A bucket mount without hard links or renames (mountpoint-s3): refused before anything
+    is written, in one line naming the mount and what to use instead."""
+    out = norename_dir / tmp_path.name / "out"
+    assert run_inprocess("--input", corpus, "--output", out, "--tokenizer_model",
+                         tokenizer_model, *SMALL) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out}") and err.count("\n") == 1, err
+    assert f"the fuse mount {norename_dir} " in err and "renames no files" in err, err
+    assert "--output=s3://BUCKET/PATH or gs://BUCKET/PATH" in err, err
+    assert not out.exists() or not list(out.iterdir())
 
 
 def test_s3_claims_use_a_conditional_put(s3):

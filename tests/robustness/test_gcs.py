@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import threading
 
 import pytest
 
 from common import compare_and_swap, storage
+from pipeline import run
 from pipeline.launch import claim
 from tests.conftest import clear_gcsfs_cache, use_gcs_environment
 from tests.robustness.fault_proxy import Recorder
-from tests.robustness.helpers import SMALL, comparable, load, python_module, run_inprocess
+from tests.robustness.helpers import REPO, SMALL, comparable, load, python_module, run_inprocess
 from tests.robustness.test_s3 import _upload_inputs
 
 
@@ -205,3 +207,45 @@ class _ForbiddingHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body.encode())
 
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forbid
+
+
+# A worker's site customization that makes importing the named packages fail as a missing
+# package does (ModuleNotFoundError: No module named ...): a --setup_file install without the
+# extra. The launcher keeps them: only processes started with it on PYTHONPATH lack them.
+_HIDE_PACKAGES = '''
+import importlib.abc
+import sys
+
+class _Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {names!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Missing())
+'''
+
+
+@pytest.mark.parametrize("package", ["gcsfs", "s3fs"])
+def test_a_worker_without_the_object_store_package_fails_the_job_in_one_line(
+        package, gcs, s3, tokenizer_model, tmp_path, monkeypatch, capsys):
+    """The launcher lists gs:// (s3://) inputs; its two worker processes (multi_processing),
+    whose install lacks gcsfs (s3fs), cannot open them: the job fails with one line naming
+    what to install on the workers."""
+    store = gcs if package == "gcsfs" else s3
+    _upload_inputs(store, tmp_path)
+    hidden = tmp_path / "worker-site"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text(_HIDE_PACKAGES.format(names=[package]))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        filter(None, [str(hidden), str(REPO), os.environ.get("PYTHONPATH")])))
+    code = run.main(["--input", store.url("in/"), "--output", str(tmp_path / "out"),
+                     "--tokenizer_model", str(tokenizer_model), "--max_bad_fraction=0.5", *SMALL,
+                     "--runner=DirectRunner", "--direct_running_mode=multi_processing",
+                     "--direct_num_workers=2"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    scheme = "gs" if package == "gcsfs" else "s3"
+    assert err.startswith(f"error: {scheme}://") and err.count("\n") == 1, err
+    fix = "pip install 'pilepack[dataflow]'" if package == "gcsfs" else "pip install pilepack"
+    assert package in err and fix in err and "the Beam workers" in err, err

@@ -17,7 +17,7 @@ from common import storage
 from datagen.pile_files import pile_doc, write_jsonl_gz, write_jsonl_zst
 from tests.conftest import ACCESS_KEY, clear_s3fs_cache, s3_environment, use_s3_environment
 from tests.robustness.conftest import good_docs
-from tests.robustness.fault_proxy import FaultProxy, Recorder
+from tests.robustness.fault_proxy import FaultProxy, Forbidding, Recorder
 from tests.robustness.helpers import SMALL, comparable, load, python_module, run_inprocess
 
 
@@ -164,3 +164,39 @@ def test_a_missing_s3_bucket_is_named_at_once(s3, s3_server, tmp_path, monkeypat
     assert "the bucket s3://no-such-bucket-typo does not exist" in err, err
     assert "Traceback" not in err and "claim it" not in err
     assert [method for method, _ in proxy.seen if method == "PUT"] == ["PUT"], proxy.seen
+
+
+@pytest.mark.parametrize("where", ["output", "input"])
+def test_an_s3_server_answering_403_is_one_line(s3, s3_server, tmp_path, monkeypatch, capsys,
+                                                where):
+    """Credentials that the bucket's policy or IAM refuses: one line naming the path and the
+    fix, exit 2, after one request (403 is not retried)."""
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"text": "A short line of prose, enough to be read."}) + "\n")
+    paths = {"output": (source, s3.url("train")), "input": (s3.url("in.jsonl"), tmp_path / "out")}
+    named = str(paths[where][where == "output"])
+    with Forbidding(s3_server) as proxy:
+        use_s3_environment(monkeypatch, proxy.url)
+        code = run_inprocess("--input", paths[where][0], "--output", paths[where][1],
+                             "--vocab_size=400")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"error: {named}") and err.count("\n") == 1, err
+    assert "access denied (AccessDenied: Access Denied)" in err, err
+    assert "s3:PutObject" in err and "bucket policy" in err, err
+    assert ACCESS_KEY not in err
+    assert len(proxy.faults) == 1, proxy.faults
+
+
+def test_s3_refusing_the_credentials_is_one_line(s3, s3_server, tmp_path, monkeypatch, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"text": "A short line of prose, enough to be read."}) + "\n")
+    with Forbidding(s3_server, code="InvalidAccessKeyId",
+                    message="The AWS Access Key Id you provided does not exist.") as proxy:
+        use_s3_environment(monkeypatch, proxy.url)
+        code = run_inprocess("--input", source, "--output", s3.url("train"), "--vocab_size=400")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"error: {s3.url('train')}/") and err.count("\n") == 1, err
+    assert "the AWS credentials were refused (InvalidAccessKeyId: " in err, err
+    assert "AWS_ACCESS_KEY_ID" in err and ACCESS_KEY not in err

@@ -116,13 +116,28 @@ def test_a_young_unreadable_claim_is_not_taken_over_an_old_one_is(tmp_path, capl
     path = claim_path(str(out))
     with open(path, "wb") as handle:
         handle.write(b'{"run_id": "cut sh')  # a claim being written, or cut short by a crash
-    with pytest.raises(claim.OutputClaimed, match="unreadable and 0 s old"):
+    with pytest.raises(claim.OutputClaimed, match=r"unreadable and \d s old"):
         claim.claim(str(out))
     old = time.time() - claim.PARTIAL_GRACE_S - 60
     os.utime(path, (old, old))
     mine = claim.claim(str(out))
     assert _current(out).run_id == mine.run_id
     assert "taking over an unreadable claim" in caplog.text
+
+
+def test_a_claim_read_while_it_is_created_is_read_again(tmp_path):
+    """Without hard links a claim is created empty, then written (``O_EXCL``): a claim read
+    in between is read again, and the run is refused by its holder, not as unreadable."""
+    out = tmp_path / "out"
+    out.mkdir()
+    open(claim_path(str(out)), "xb").close()
+    writer = threading.Timer(0.3, _write, (out, _holder(pid=os.getpid())))
+    writer.start()
+    try:
+        with pytest.raises(claim.OutputClaimed, match="is being written by run holder"):
+            claim.claim(str(out))
+    finally:
+        writer.join()
 
 
 def test_release_never_removes_another_runs_claim(tmp_path):
@@ -169,6 +184,38 @@ def test_racing_takeovers_of_a_stale_local_claim_leave_one_owner(tmp_path):
             out = str(tmp_path / f"out{n}")
             _write(out, _holder(pid=_dead_pid(), **STALE))
             _race(out, pool)
+
+
+def test_racing_takeovers_of_a_stale_claim_without_hard_links_leave_one_owner(nolink_dir,
+                                                                             tmp_path):
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(RACERS, mp_context=context) as pool:
+        for n in range(ROUNDS):
+            out = str(nolink_dir / tmp_path.name / f"out{n}")
+            _write(out, _holder(pid=_dead_pid(), **STALE))
+            _race(out, pool)
+
+
+def test_racing_claims_of_a_new_output_without_hard_links_leave_one_owner(nolink_dir, tmp_path):
+    """Without hard links a claim is created, then written: racers that read it half-written
+    read it again, and are refused by the winner's claim, not by an unreadable one."""
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(RACERS, mp_context=context) as pool:
+        for n in range(ROUNDS):
+            out = str(nolink_dir / tmp_path.name / f"new{n}")
+            start = time.time() + 0.5
+            results = list(pool.map(_take_or_why, [out] * RACERS, [start] * RACERS))
+            winners = [result for result in results if not result.startswith("refused")]
+            assert len(winners) == 1 and _current(out).run_id == winners[0], results
+            assert not [result for result in results if "unreadable" in result], results
+
+
+def _take_or_why(out: str, start: float) -> str:
+    time.sleep(max(0.0, start - time.time()))
+    try:
+        return claim.claim(out).run_id
+    except claim.OutputClaimed as err:
+        return f"refused: {err}"
 
 
 def test_racing_takeovers_of_a_stale_s3_claim_leave_one_owner(s3):
