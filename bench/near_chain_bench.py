@@ -116,8 +116,8 @@ def _written(output: str, *, chain: int, others: int) -> dict:
 
 
 def _whole_run(inputs: str, output: str, *, tokenizer_model: str, runner: str, chain: int,
-               others: int) -> int:
-    with _runner(runner, ".", os.path.dirname(output)) as (beam_args, also):
+               others: int, checkout: str) -> int:
+    with _runner(runner, checkout, os.path.dirname(output)) as (beam_args, also):
         argv = [sys.executable, "-m", "pipeline.run", f"--input={inputs}/*", f"--output={output}",
                 f"--tokenizer_model={tokenizer_model}", "--seq_len=256", "--dedup=near",
                 *beam_args]
@@ -167,7 +167,7 @@ def main(argv=None) -> int:
         if args.whole_run:
             return _whole_run(os.path.join(tmp, "in"), os.path.join(tmp, "out"),
                               tokenizer_model=args.tokenizer_model, runner=args.runner,
-                              chain=args.chain, others=args.others)
+                              chain=args.chain, others=args.others, checkout=args.after)
         for rep in range(args.reps):
             for side in sides:
                 directory = os.path.join(tmp, f"{side}-{rep}")
