@@ -2,7 +2,8 @@
 
     python -m bench.near_chain_bench [--before=PATH_TO_OTHER_CHECKOUT] [--after=.] \\
         [--chain=20000] [--copies=20000] [--others=5000] [--reps=1]
-    python -m bench.near_chain_bench --whole_run --tokenizer_model=PATH --copies=300000
+    python -m bench.near_chain_bench --whole_run --tokenizer_model=PATH --copies=300000 \\
+        [--runner=in_process|two_workers|portable]
 
 The input (``datagen.revision_chains``): ``--chain`` revisions of one ~300-word text, each the
 previous with 2 words replaced (Jaccard ~0.93 to the next), in revision order, then
@@ -16,12 +17,19 @@ summed over the run's whole process tree (``bench.process_tree``).
 
 ``--whole_run``: instead, the whole ``pipeline.run --dedup=near`` (pre-pass, tokenize, pack,
 shards, manifest) of this checkout on the same input, with ``--tokenizer_model``; reported: its
-documents written and filtered by reason (the manifest's accounting), wall seconds, peak MB.
+documents written and filtered by reason (the manifest's accounting), how many of the chain's
+revisions and of the licence's copies it wrote, wall seconds, peak MB.
+
+``--runner``: ``in_process`` (the in-memory DirectRunner, the default), ``two_workers``
+(``--direct_running_mode=multi_processing --direct_num_workers=2``) or ``portable`` (Beam's job
+service and an external SDK worker pool, ``tests.portable``, started afresh for each run with
+the run's checkout on their ``PYTHONPATH``; their process trees count in the peak).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -29,8 +37,19 @@ import sys
 import tempfile
 
 from bench.process_tree import run_polled
-from datagen.revision_chains import write_corpus
+from datagen.revision_chains import revisions, unrelated, write_corpus
+from pipeline.quality import doc_hash
 from pipeline.quality.decision_files import Decisions
+from pipeline.quality.split_doc_hashes import hash_file_path
+from tests.portable import portable_services
+
+SEED = 1
+RUNNERS = {
+    "in_process": ["--runner=DirectRunner"],
+    "two_workers": ["--runner=DirectRunner", "--direct_running_mode=multi_processing",
+                    "--direct_num_workers=2"],
+    "portable": [],  # the services' own flags (``PortableServices.beam_args``)
+}
 
 # The child: the pre-pass alone, from the checkout put first on sys.path.
 _CHILD = """
@@ -44,7 +63,7 @@ from pipeline.quality.plan import QualityPlan
 from pipeline.quality.prepass import FindDrops
 from pipeline.read.inputs import expand_inputs
 inputs = expand_inputs(sys.argv[2])
-with beam.Pipeline(options=PipelineOptions(["--runner=DirectRunner"])) as p:
+with beam.Pipeline(options=PipelineOptions(sys.argv[4:])) as p:
     (p | beam.Create(inputs)
      | FindDrops(plan=QualityPlan(exact_dedup=True, near=NearDupOptions()),
                  config=ReadConfig(), paths=tuple(f.path for f in inputs),
@@ -52,9 +71,24 @@ with beam.Pipeline(options=PipelineOptions(["--runner=DirectRunner"])) as p:
 """
 
 
-def _run(checkout: str, inputs: str, directory: str, chain) -> dict:
-    argv = [sys.executable, "-c", _CHILD, os.path.abspath(checkout), inputs, directory]
-    status, text, peak_mb, _, wall = run_polled(argv)
+@contextlib.contextmanager
+def _runner(name: str, checkout: str, directory: str):
+    """(Beam flags, pids whose process trees count too) for ``--runner=name``; for
+    ``portable``, a job service and a worker pool running ``checkout``'s code meanwhile."""
+    if name != "portable":
+        yield RUNNERS[name], ()
+        return
+    logs = os.path.join(directory, "services")
+    os.makedirs(logs)
+    with portable_services(logs, env={"PYTHONPATH": os.path.abspath(checkout)}) as services:
+        yield services.beam_args, (services.job_pid, services.pool_pid)
+
+
+def _run(checkout: str, inputs: str, directory: str, chain, *, runner: str) -> dict:
+    with _runner(runner, checkout, directory) as (beam_args, also):
+        argv = [sys.executable, "-c", _CHILD, os.path.abspath(checkout), inputs, directory,
+                *beam_args]
+        status, text, peak_mb, _, wall = run_polled(argv, also=also)
     if status != 0:  # a side may fail (a checkout whose components stop at a round limit)
         last = text.strip().splitlines()[-1] if text.strip() else f"exit {status}"
         return {"failed": last[:300], "wall": wall, "peak": peak_mb}
@@ -66,18 +100,39 @@ def _run(checkout: str, inputs: str, directory: str, chain) -> dict:
     return {"kept": kept, "sizes": sizes, "wall": wall, "peak": peak_mb}
 
 
-def _whole_run(inputs: str, output: str, tokenizer_model: str) -> int:
-    argv = [sys.executable, "-m", "pipeline.run", f"--input={inputs}/*", f"--output={output}",
-            f"--tokenizer_model={tokenizer_model}", "--seq_len=256", "--dedup=near"]
-    status, text, peak_mb, cpu, wall = run_polled(argv)
+def _written(output: str, *, chain: int, others: int) -> dict:
+    """How many distinct texts of the chain, the licence and the others the split's
+    ``doc_hashes/`` hold (its written documents), the texts made again as ``write_corpus``
+    made them."""
+    found = set()
+    for index in range(doc_hash.PREFIXES):
+        with open(os.path.join(output, hash_file_path(index)), "rb") as handle:
+            found.update(doc_hash.iter_digests(handle.read()))
+    licence, *rest = unrelated(seed=SEED + 1, count=others + 1)
+    return {"chain": sum(doc_hash.doc_hash(t) in found
+                         for t in set(revisions(seed=SEED, count=chain))),
+            "licence": int(doc_hash.doc_hash(licence) in found),
+            "others": sum(doc_hash.doc_hash(t) in found for t in rest)}
+
+
+def _whole_run(inputs: str, output: str, *, tokenizer_model: str, runner: str, chain: int,
+               others: int, checkout: str) -> int:
+    with _runner(runner, checkout, os.path.dirname(output)) as (beam_args, also):
+        argv = [sys.executable, "-m", "pipeline.run", f"--input={inputs}/*", f"--output={output}",
+                f"--tokenizer_model={tokenizer_model}", "--seq_len=256", "--dedup=near",
+                *beam_args]
+        status, text, peak_mb, cpu, wall = run_polled(argv, also=also)
     if status != 0:
         print(f"the run failed (exit {status}):\n{text[-2000:]}")
         return 1
     with open(os.path.join(output, "manifest.json")) as handle:
         accounting = json.load(handle)["accounting"]
-    print(f"whole run: read {accounting['read']:,}, written {accounting['written']:,}, "
-          f"filtered {accounting['filtered']}; {wall:.1f} s wall, {cpu:.1f} CPU-s, "
-          f"peak {peak_mb:.0f} MB (process tree)")
+    written = _written(output, chain=chain, others=others)
+    print(f"whole run ({runner}): read {accounting['read']:,}, written "
+          f"{accounting['written']:,}, filtered {accounting['filtered']}; distinct texts "
+          f"written: {written['chain']} of the chain's, {written['licence']} licence, "
+          f"{written['others']} of {others} others; "
+          f"{wall:.1f} s wall, {cpu:.1f} CPU-s, peak {peak_mb:.0f} MB (process tree)")
     return 0
 
 
@@ -94,6 +149,8 @@ def main(argv=None) -> int:
     parser.add_argument("--whole_run", action="store_true",
                         help="the whole pipeline.run --dedup=near of --after instead")
     parser.add_argument("--tokenizer_model", default="", help="with --whole_run (required)")
+    parser.add_argument("--runner", choices=sorted(RUNNERS), default="in_process",
+                        help="where each run's Beam pipeline runs (default in_process)")
     args = parser.parse_args(argv)
     if args.whole_run and not args.tokenizer_model:
         parser.error("--whole_run needs --tokenizer_model")
@@ -102,19 +159,21 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="pilepack-chain-") as tmp:
         truth = write_corpus(
             os.path.join(tmp, "in"),
-            seed=1,
+            seed=SEED,
             chain=args.chain,
             copies=args.copies,
             others=args.others,
         )
         if args.whole_run:
             return _whole_run(os.path.join(tmp, "in"), os.path.join(tmp, "out"),
-                              args.tokenizer_model)
+                              tokenizer_model=args.tokenizer_model, runner=args.runner,
+                              chain=args.chain, others=args.others, checkout=args.after)
         for rep in range(args.reps):
             for side in sides:
                 directory = os.path.join(tmp, f"{side}-{rep}")
                 os.makedirs(directory)
-                row = _run(getattr(args, side), os.path.join(tmp, "in"), directory, truth.chain)
+                row = _run(getattr(args, side), os.path.join(tmp, "in"), directory, truth.chain,
+                           runner=args.runner)
                 rows[side].append(row)
                 if "failed" in row:
                     print(

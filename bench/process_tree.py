@@ -11,21 +11,22 @@ import time
 POLL_SECONDS = 0.02
 
 
-def run_polled(argv: list[str], *, stderr=subprocess.STDOUT) -> tuple[int, str, float, float,
-                                                                       float]:
+def run_polled(argv: list[str], *, stderr=subprocess.STDOUT,
+               also: tuple[int, ...] = ()) -> tuple[int, str, float, float, float]:
     """Run ``argv``; return (exit status, its output, peak RSS in MB summed over its process
-    tree, the tree's CPU seconds, wall seconds)."""
+    tree, the tree's CPU seconds, wall seconds). ``also``: pids of running processes whose
+    trees count too (a job service and a worker pool that do a portable run's work)."""
     import psutil
 
     cpu: dict[int, float] = {}  # last CPU seconds seen of each process of the tree
     started = time.monotonic()
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(argv, stdout=log, stderr=stderr)
-        root, peak = psutil.Process(process.pid), 0
+        roots, peak = [psutil.Process(pid) for pid in (process.pid, *also)], 0
         while process.poll() is None:
             total = 0
             try:
-                tree = [root, *root.children(recursive=True)]
+                tree = [p for root in roots for p in (root, *root.children(recursive=True))]
             except psutil.NoSuchProcess:
                 break
             for proc in tree:

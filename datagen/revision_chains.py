@@ -2,9 +2,12 @@
 one with a few words replaced, plus many verbatim copies of one licence and unrelated texts.
 
 With ``replaced=2`` words of a ~300-word text, consecutive revisions share all but ~10 of
-~300 5-word shingles (Jaccard ~0.93), while revisions far apart share nothing: the chain is
-one near-duplicate cluster only through its links, the case a star of candidates from a band
-group's lowest member cuts into pieces. Texts are English-like prose from
+~300 5-word shingles (Jaccard ~0.93; ~0.88 two apart, ~0.82 three apart), while revisions far
+apart share nothing: the chain is one near-duplicate cluster only through its links, the case
+a star of candidates from a band group's lowest member cuts into pieces (at 20,000 revisions;
+at 2,000 the star's short reach still happens to cover every link). With ``replaced=3``
+(Jaccard ~0.91 to the next, ~0.83 two apart, ~0.76 three apart, under the 0.8 threshold) a
+star cuts a chain of a few hundred revisions already. Texts are English-like prose from
 ``datagen.near_duplicates``' Zipf vocabulary; everything follows from ``seed``.
 """
 
@@ -69,12 +72,14 @@ def write_corpus(
     copies: int,
     others: int,
     files: int = 4,
+    replaced: int = 2,
     subset: str = "Pile-CC",
 ) -> ChainCorpus:
-    """Write ``chain`` revisions (in revision order, in contiguous blocks over the files, so
-    (file, line) order is revision order), then ``copies`` copies of one licence and
-    ``others`` unrelated texts, as Pile files ``NN.jsonl.zst`` in ``directory``."""
-    texts = revisions(seed=seed, count=chain)
+    """Write ``chain`` revisions (``replaced`` words each; in revision order, in contiguous
+    blocks over the files, so (file, line) order is revision order), then ``copies`` copies
+    of one licence and ``others`` unrelated texts, as Pile files ``NN.jsonl.zst`` in
+    ``directory``."""
+    texts = revisions(seed=seed, count=chain, replaced=replaced)
     licence, *rest = unrelated(seed=seed + 1, count=others + 1)
     texts += [licence] * copies + rest
     directory = pathlib.Path(directory)

@@ -4,7 +4,9 @@ use seed 11, a corpus they were not tuned on.
 
 Goals (issue 21): recall >= 0.95 for planted pairs of Jaccard >= 0.85; at most 1% of the
 documents whose highest Jaccard to any other is below 0.5 removed; in each pair found, the
-lower (file, line) kept; the per-subset totals count only the kept documents.
+lower (file, line) kept; the per-subset totals count only the kept documents. Issue 29: a
+revision chain that star candidates would cut stays one cluster on every runner, and planted
+clusters of 3 to 5 real-prose documents keep exactly their lowest member.
 """
 
 import json
@@ -14,7 +16,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from datagen import revision_chains
+from datagen import near_clusters, revision_chains
 from datagen.near_duplicates import write_corpus
 from pipeline.config import ReadConfig
 from pipeline.quality import near_dup
@@ -36,8 +38,11 @@ def corpus(tmp_path_factory):
     return root, write_corpus(root / "in", seed=HELD_OUT_SEED, documents=1500, files=3)
 
 
+DEFAULTS = NearDupOptions()
+
+
 def prepass(root: pathlib.Path, directory: pathlib.Path, *, runner, chunk_bytes=1 << 20,
-            options=NearDupOptions()) -> dict[str, bytes]:
+            options=DEFAULTS) -> dict[str, bytes]:
     inputs = expand_inputs(str(root / "in"))
     with beam.Pipeline(options=PipelineOptions(runner)) as p:
         (p | beam.Create(inputs)
@@ -107,16 +112,22 @@ def test_two_workers_and_small_chunks_decide_the_same(corpus, decided, tmp_path)
     assert prepass(root, tmp_path / "two", runner=TWO_WORKERS, chunk_bytes=64 << 10) == files
 
 
+# Each revision is the previous with 3 of 300 words replaced: Jaccard ~0.91 to the next, ~0.83
+# two apart, ~0.76 three apart (under the 0.8 threshold), ~0 far apart. A band key shared by a
+# run of revisions linked as a star from its lowest member verifies only its first link or two,
+# so star candidates cut this chain into pieces (4 at this size and seed, measured), while
+# each revision's next neighbour keeps every link.
+CHAIN = 1000
+# Fewer rounds than a 1,000-revision chain needs (~10): the residual finishes it, as it does
+# a chain of any length past the default rounds.
+FEW_ROUNDS = NearDupOptions(rounds=3)
+
+
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
     root = tmp_path_factory.mktemp("chain")
-    return root, revision_chains.write_corpus(root / "in", seed=3, chain=2000, copies=2000,
-                                              others=200, files=3)
-
-
-# Fewer rounds than a 2,000-revision chain needs (~10): the residual finishes it, as it does
-# a chain of any length past the default rounds.
-FEW_ROUNDS = NearDupOptions(rounds=3)
+    return root, revision_chains.write_corpus(root / "in", seed=3, chain=CHAIN, copies=1000,
+                                              others=200, files=3, replaced=3)
 
 
 def _chain_kept(root, directory, truth, *, runner) -> tuple[list, dict]:
@@ -126,13 +137,12 @@ def _chain_kept(root, directory, truth, *, runner) -> tuple[list, dict]:
 
 
 def test_a_revision_chain_is_one_cluster_keeping_its_first_revision(chain, tmp_path):
-    # Each revision is the previous with 2 of 300 words replaced (Jaccard ~0.93 to the next,
-    # ~0 to far ones): only the links along the chain join it, and they are all kept.
+    # Only the links along the chain join it, and they are all kept.
     root, truth = chain
     kept, totals = _chain_kept(root, tmp_path / "one", truth, runner=IN_PROCESS)
     assert kept == [truth.chain[0]]
     sizes = {int(k): v for k, v in totals["near_dup"]["cluster_sizes"].items()}
-    assert sizes == {len(truth.chain): 1}
+    assert sizes == {CHAIN: 1}
     # the licence's copies go in the exact stage, the unrelated texts all stay
     assert totals["subsets"]["Pile-CC"]["documents"] == 1 + 1 + 200
 
@@ -140,8 +150,40 @@ def test_a_revision_chain_is_one_cluster_keeping_its_first_revision(chain, tmp_p
 @pytest.mark.slow
 def test_a_revision_chain_is_one_cluster_on_two_workers(chain, tmp_path):
     root, truth = chain
-    kept, _ = _chain_kept(root, tmp_path / "two", truth, runner=TWO_WORKERS)
+    kept, totals = _chain_kept(root, tmp_path / "two", truth, runner=TWO_WORKERS)
     assert kept == [truth.chain[0]]
+    assert totals["subsets"]["Pile-CC"]["documents"] == 1 + 1 + 200
+
+
+@pytest.mark.slow
+def test_a_revision_chain_is_one_cluster_through_the_portable_runner(chain, portable, tmp_path):
+    """Through Beam's job service and an external SDK worker pool (``tests.portable``)."""
+    root, truth = chain
+    kept, totals = _chain_kept(root, tmp_path / "portable", truth, runner=portable.beam_args)
+    assert kept == [truth.chain[0]], portable.logs()[-3000:]
+    assert totals["subsets"]["Pile-CC"]["documents"] == 1 + 1 + 200
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory):
+    root = tmp_path_factory.mktemp("clusters")
+    return root, near_clusters.write_corpus(root / "in", seed=HELD_OUT_SEED, clusters=12)
+
+
+def test_planted_clusters_of_three_to_five_keep_exactly_their_lowest_member(clusters, tmp_path):
+    """Real prose (the installation's help topics): 12 clusters of a topic and 2-4 light
+    edits of it (every two members at Jaccard >= 0.85), and the other topics once each."""
+    root, truth = clusters
+    files = prepass(root, tmp_path / "clusters", runner=IN_PROCESS)
+    dropped = _dropped(tmp_path / "clusters", len(truth.paths))
+    assert truth.min_jaccard >= 0.85 and {len(c) for c in truth.clusters} == {3, 4, 5}
+    assert len(truth.clean) >= 20
+    for members in truth.clusters:  # sorted by (file, line): each keeps its first only
+        assert [doc for doc in members if doc not in dropped] == [members[0]], members
+    assert not set(truth.clean) & set(dropped)
+    assert len(dropped) == sum(len(c) - 1 for c in truth.clusters)
+    near = json.loads(files["totals.json"])["near_dup"]
+    assert near["cluster_sizes"] == {"3": 4, "4": 4, "5": 4}
 
 
 def test_shard_counts_move_no_decision(corpus, decided, tmp_path):
