@@ -111,6 +111,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from pipeline.tokenize.prepare import prepare_tokenizer
     from pipeline.write.progress import Watcher
     from schemas import manifest as manifest_schema
+    from schemas.claim import Fence
 
     if not config.input or not config.output:
         raise ConfigError("--output is required with --input")
@@ -122,15 +123,16 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     binding = claim.Binding(output=config.output, held=held, beam_args=beam_args,
                             cancel_on_interrupt=config.cancel_on_interrupt)
     run_job = functools.partial(run_to_completion, binding=binding)  # every job, bound in turn
+    fence = Fence(output=config.output, run_id=held.run_id)  # every file each job commits
     try:
         output_dir.prepare(config.output, overwrite=config.overwrite, split=config.split,
                            run_id=held.run_id)
         tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args,
-                                      run_job=run_job)
+                                      run_job=run_job, fence=fence)
         quality = prepare_quality.prepare(config, plan=plan, inputs=inputs,
                                           model_path=tokenizer.path, beam_args=beam_args,
                                           fanout=fanout_enabled(config.fanout, beam_args),
-                                          run_job=run_job)
+                                          run_job=run_job, fence=fence)
         p = beam.Pipeline(options=PipelineOptions(beam_args))
         build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
                        fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id,

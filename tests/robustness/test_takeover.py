@@ -16,6 +16,11 @@ import pytest
 
 from datagen.pile_files import write_jsonl_zst
 from pipeline.launch import claim
+from pipeline.quality.decision_files import write_decisions, write_totals
+from pipeline.quality.doc_hash import DIGEST_BYTES
+from pipeline.quality.split_doc_hashes import write_hash_file
+from pipeline.tokenize.training_sample import write_sample_file
+from pipeline.write.dead_letters import write_dead_letters
 from pipeline.write.shard_plan import PARTS_DIR, Piece, ShardPlan
 from pipeline.write.shards import assemble_shard
 from schemas.claim import Claim, ClaimLost, Fence
@@ -63,6 +68,32 @@ def test_a_taken_over_job_commits_no_shard(tmp_path):
     info = assemble_shard(_shard_plan(), directory=str(out), frame_bytes=FRAME,
                           fence=Fence(output=str(out), run_id=new.run_id))  # the holder writes
     assert (out / info.path).read_bytes() == bytes(range(FRAME, 3 * FRAME))
+
+
+# Other writers of a run's jobs, each given the old run's fence: (name, write(directory, fence)).
+WRITERS = {
+    "dead letters": lambda out, fence: write_dead_letters(
+        [], directory=out, split="train", file_index=0, fence=fence),
+    "document hashes": lambda out, fence: write_hash_file(
+        [b"\x01" * DIGEST_BYTES], directory=out, index=0, fence=fence),
+    "decision file (pre-pass)": lambda out, fence: write_decisions(
+        [(3, "duplicate")], directory=out, file_index=0, fence=fence),
+    "totals (pre-pass)": lambda out, fence: write_totals({}, directory=out, fence=fence),
+    "tokenizer sample": lambda out, fence: write_sample_file(
+        [(0.5, "Pile-CC", "A sentence.")], directory=out, file_index=0, fence=fence),
+}
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_every_writer_of_a_taken_over_job_commits_nothing(tmp_path, writer):
+    out = tmp_path / "out"
+    old, new = _taken_over(out)
+    with pytest.raises(ClaimLost, match=f"now claimed by run {new.run_id}"):
+        WRITERS[writer](str(out), Fence(output=str(out), run_id=old.run_id))
+    left = [p.relative_to(out) for p in out.rglob("*") if p.is_file()]
+    assert [str(p) for p in left] == [claim.CLAIM_NAME]
+    WRITERS[writer](str(out), Fence(output=str(out), run_id=new.run_id))  # the holder writes
+    assert len([p for p in out.rglob("*") if p.is_file()]) == 2
 
 
 # --- a real run, taken over while it writes ---------------------------------------------------
