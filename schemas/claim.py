@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import json
 
-from common import compare_and_swap, storage
+from common import storage
 from common.errors import PilepackError
 
 CLAIM_NAME = ".pilepack-claim.json"
@@ -77,8 +77,14 @@ def claim_path(output: str) -> str:
 def check_held(output: str, *, run_id: str, what: str = "its manifest") -> None:
     """Raise ClaimLost unless ``output``'s claim still names ``run_id`` (``what``: the file
     about to be committed, for the message)."""
-    current = compare_and_swap.read(claim_path(output))
-    holder = Claim.from_bytes(current.data) if current else None
+    # Who holds it is all this needs, not the version: one plain read (one GET on an object
+    # store), as this runs before every file a job commits.
+    fs, path = storage.filesystem(claim_path(output))
+    try:
+        data = fs.cat_file(path)
+    except FileNotFoundError:
+        data = None
+    holder = Claim.from_bytes(data) if data is not None else None
     if holder is not None and holder.run_id == run_id:
         return
     now = (f"is now claimed by {holder.describe()}, not by run {run_id} (this job)" if holder
