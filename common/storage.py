@@ -115,19 +115,25 @@ def dirname(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_open(path: str, mode: str = "wb"):
+def atomic_open(path: str, mode: str = "wb", *, before_commit=None):
     """Open ``path`` for writing so that it becomes visible only when complete.
 
     Local/mounted file systems: write ``<dir>/.inprogress-<uuid>-<name>`` and rename on
     success (rename is atomic within a directory, EFS included). Object stores: an object
     appears only when its upload completes, so write to the final key directly; an
     interrupted multipart upload never becomes visible. On error the partial file is removed.
+
+    ``before_commit``: called with no arguments once the file is written, just before it is
+    made visible; whatever it raises leaves nothing visible (the output's claim check,
+    ``schemas.claim.Fence``).
     """
     fs, stripped = filesystem(path)
     if is_object_store(fs):
         handle = fs.open(stripped, mode)
         try:
             yield handle
+            if before_commit is not None:
+                before_commit()
         except BaseException:
             # fsspec's __exit__ (and __del__) would close() the file, which *completes* the
             # upload of the partial object: abort it instead (s3fs: abort the multipart upload;
@@ -150,6 +156,8 @@ def atomic_open(path: str, mode: str = "wb"):
         with fs.open(tmp, mode) as handle:
             counted = _Counting(handle)
             yield counted
+        if before_commit is not None:
+            before_commit()
         fs.mv(tmp, stripped)
     except BaseException as err:
         with contextlib.suppress(Exception):

@@ -46,20 +46,24 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     from pipeline.write.pack import Pack
     from pipeline.write.parts import WriteParts
     from pipeline.write.shards import WriteShards
+    from schemas.claim import Fence
     from schemas.dataset_spec import DatasetSpec
 
+    # Every file the job commits into --output is fenced by this run's claim: once another run
+    # takes it over, this job's workers stop writing there (schemas.claim.Fence).
+    fence = Fence(output=config.output, run_id=run_id)
     spec = DatasetSpec(seq_len=config.seq_len, vocab_size=tokenizer.vocab_size,
                        with_segments=config.segment_ids, last_record=config.last_record)
     formats = extra_formats(config.formats, WriteContext(
         directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
-        record=spec.record, vocab_size=spec.vocab_size))
+        record=spec.record, vocab_size=spec.vocab_size, fence=fence))
     from_documents = tuple(fmt for fmt in formats if fmt.built_from == DOCUMENTS)
     files = p | "ListInputs" >> beam.Create(inputs)
     read = files | "Read" >> ReadDocuments(
         config=config.read, paths=tuple(f.path for f in inputs), fanout=fanout,
         selection=quality.selection if quality else None)
     chunks = read["chunks"]
-    hashes = chunks | "DocHashes" >> WriteDocHashes(directory=config.output)
+    hashes = chunks | "DocHashes" >> WriteDocHashes(directory=config.output, fence=fence)
     tokenized = chunks | "Tokenize" >> Tokenize(
         model_path=tokenizer.path, threads=config.encoder_threads,
         processes=config.encode_processes, pool_if_auto=whole_machine, encoder=config.encoder,
@@ -70,16 +74,17 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
         | "Pack" >> Pack(spec=spec.record, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                          last_record=config.last_record, formats=from_documents)
         | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
-                                     pad_id=tokenizer.pad_id, formats=from_documents)
+                                     pad_id=tokenizer.pad_id, formats=from_documents,
+                                     fence=fence)
     )
     shards = parts.parts | "WriteShards" >> WriteShards(
         directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
         spec=spec.record,
         **({"shuffle_seed": quality.plan.seed, "shuffle": quality.plan.shuffle_spec}
            if quality and quality.plan.shuffle else {}),
-        formats=tuple(fmt for fmt in formats if fmt.built_from == RECORDS))
-    dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
-                                                                 split=config.split)
+        formats=tuple(fmt for fmt in formats if fmt.built_from == RECORDS), fence=fence)
+    dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(
+        directory=config.output, split=config.split, fence=fence)
     (
         (shards, parts.chunk_stats, read["read_stats"], dead, tokenized.encoder_stats, hashes,
          *(fmt.assemble(parts[fmt.name]) for fmt in from_documents))
@@ -106,6 +111,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from pipeline.tokenize.prepare import prepare_tokenizer
     from pipeline.write.progress import Watcher
     from schemas import manifest as manifest_schema
+    from schemas.claim import Fence
 
     if not config.input or not config.output:
         raise ConfigError("--output is required with --input")
@@ -117,15 +123,16 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     binding = claim.Binding(output=config.output, held=held, beam_args=beam_args,
                             cancel_on_interrupt=config.cancel_on_interrupt)
     run_job = functools.partial(run_to_completion, binding=binding)  # every job, bound in turn
+    fence = Fence(output=config.output, run_id=held.run_id)  # every file each job commits
     try:
         output_dir.prepare(config.output, overwrite=config.overwrite, split=config.split,
                            run_id=held.run_id)
         tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args,
-                                      run_job=run_job)
+                                      run_job=run_job, fence=fence)
         quality = prepare_quality.prepare(config, plan=plan, inputs=inputs,
                                           model_path=tokenizer.path, beam_args=beam_args,
                                           fanout=fanout_enabled(config.fanout, beam_args),
-                                          run_job=run_job)
+                                          run_job=run_job, fence=fence)
         p = beam.Pipeline(options=PipelineOptions(beam_args))
         build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
                        fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id,

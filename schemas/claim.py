@@ -2,15 +2,18 @@
 
 The launcher creates and updates it (``pipeline.launch.claim``); the manifest commit, on a
 worker, reads it (``check_held``) and refuses to commit for a run it no longer names, so a job
-left running by an interrupted launcher cannot commit over the run that took ``--output`` over.
+left running by an interrupted launcher cannot commit over the run that took ``--output`` over;
+so does every other file a job's workers commit there (``Fence``), so such a job writes nothing
+into the new run's output either.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
-from common import compare_and_swap, storage
+from common import storage
 from common.errors import PilepackError
 
 CLAIM_NAME = ".pilepack-claim.json"
@@ -71,15 +74,50 @@ def claim_path(output: str) -> str:
     return storage.join(output, CLAIM_NAME)
 
 
-def check_held(output: str, *, run_id: str) -> None:
-    """Raise ClaimLost unless ``output``'s claim still names ``run_id``."""
-    current = compare_and_swap.read(claim_path(output))
-    holder = Claim.from_bytes(current.data) if current else None
+def check_held(output: str, *, run_id: str, what: str = "its manifest") -> None:
+    """Raise ClaimLost unless ``output``'s claim still names ``run_id`` (``what``: the file
+    about to be committed, for the message)."""
+    # Who holds it is all this needs, not the version: one plain read (one GET on an object
+    # store), as this runs before every file a job commits.
+    fs, path = storage.filesystem(claim_path(output))
+    try:
+        data = fs.cat_file(path)
+    except FileNotFoundError:
+        data = None
+    holder = Claim.from_bytes(data) if data is not None else None
     if holder is not None and holder.run_id == run_id:
         return
     now = (f"is now claimed by {holder.describe()}, not by run {run_id} (this job)" if holder
            else f"is no longer claimed by run {run_id} (this job)")
     raise ClaimLost(
-        f"{output} {now}: a newer run has taken the output over, so this job does not commit "
-        "its manifest over it. Nothing to fix in the newer run; this job was left running by an "
-        "interrupted launcher: cancel it")
+        f"{output} {now}: a newer run has taken the output over, so this job writes nothing "
+        f"more there and stops before committing {what}. Nothing to fix in the newer run; this "
+        "job was left running by an interrupted launcher: cancel it")
+
+
+@dataclasses.dataclass(frozen=True)
+class Fence:
+    """Keeps a taken-over job out of ``output``: called just before each file a job's worker
+    commits there (``common.storage.atomic_open``'s ``before_commit``), it raises ClaimLost
+    once the claim names another run than ``run_id``. Its cost is one read of the claim (a few
+    hundred bytes: a GET on an object store) per committed file: a part, a shard, a format's
+    file, a dead-letter or hash file. A commit whose check passed just before a takeover may
+    still land (the rename or upload that follows takes milliseconds): the new run's own files
+    come later, so they replace it (the new run also removes the old run's leftovers first).
+
+    ``run_id`` empty: no claim (a pipeline built without the launcher, in tests): no check.
+    """
+
+    output: str
+    run_id: str = ""
+
+    def for_file(self, path: str):
+        """The ``before_commit`` check for committing ``path`` (None: no claim to check)."""
+        return functools.partial(self.check, what=path) if self.run_id else None
+
+    def check(self, *, what: str = "a file") -> None:
+        if self.run_id:
+            check_held(self.output, run_id=self.run_id, what=what)
+
+
+NO_FENCE = Fence(output="")  # the default of writers built without a claimed run

@@ -21,6 +21,7 @@ import numpy as np
 
 from common import storage
 from common.errors import DataError
+from schemas.claim import NO_FENCE, Fence
 
 QUALITY_DIR = ".quality"
 TOTALS_NAME = "totals.json"
@@ -39,7 +40,7 @@ def decision_path(directory: str, file_index: int) -> str:
     return storage.join(directory, f"{file_index:05d}.drops")
 
 
-def write_decisions(drops, *, directory: str, file_index: int) -> str:
+def write_decisions(drops, *, directory: str, file_index: int, fence: Fence = NO_FENCE) -> str:
     """``drops``: (line, reason) pairs of one input file, in any order; written sorted. A
     line both ``redacted`` and dropped (a duplicate of another document, say) drops."""
     rows = sorted(drops)
@@ -52,7 +53,7 @@ def write_decisions(drops, *, directory: str, file_index: int) -> str:
     lines = np.array([line for line, _ in rows], dtype="<u8")
     codes = np.array([REASON_CODES[reason] for _, reason in rows], dtype="u1")
     path = decision_path(directory, file_index)
-    with storage.atomic_open(path, "wb") as handle:
+    with storage.atomic_open(path, "wb", before_commit=fence.for_file(path)) as handle:
         handle.write(struct.pack("<Q", len(rows)) + lines.tobytes() + codes.tobytes())
     return path
 
@@ -93,9 +94,9 @@ class Decisions:
         return None
 
 
-def write_totals(totals: dict, *, directory: str) -> str:
+def write_totals(totals: dict, *, directory: str, fence: Fence = NO_FENCE) -> str:
     path = storage.join(directory, TOTALS_NAME)
-    with storage.atomic_open(path, "wb") as handle:
+    with storage.atomic_open(path, "wb", before_commit=fence.for_file(path)) as handle:
         handle.write(json.dumps(totals, sort_keys=True).encode())
     return path
 

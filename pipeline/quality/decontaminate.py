@@ -32,6 +32,7 @@ from common import storage
 from pipeline.quality import decision_files, eval_join, ngrams
 from pipeline.quality.eval_sets import EvalFile
 from pipeline.read.stage import Chunk
+from schemas.claim import NO_FENCE, Fence
 
 EVAL_NGRAMS_PREFIX = "eval_ngrams"
 REPORT_NAME = "decontamination.json"
@@ -156,9 +157,9 @@ def report(*, options: DecontaminateOptions, eval_sets: dict, counts) -> dict:
             "subsets": dict(sorted(subsets.items()))}
 
 
-def _write(directory: str, name: str, data: bytes) -> str:
+def _write(directory: str, name: str, data: bytes, *, fence: Fence = NO_FENCE) -> str:
     path = storage.join(directory, name)
-    with storage.atomic_open(path, "wb") as handle:
+    with storage.atomic_open(path, "wb", before_commit=fence.for_file(path)) as handle:
         handle.write(data)
     return path
 
@@ -168,13 +169,15 @@ class Decontaminate(beam.PTransform):
     (line, reason))}; writes ``decontamination.json`` (and, to redact,
     ``eval_ngrams.bin``) into ``directory``."""
 
-    def __init__(self, *, options: DecontaminateOptions, directory: str):
+    def __init__(self, *, options: DecontaminateOptions, directory: str,
+                 fence: Fence = NO_FENCE):
         super().__init__()
         self._options = options
         self._directory = directory
+        self._fence = fence  # checked before each file is committed
 
     def expand(self, chunks):
-        options, directory = self._options, self._directory
+        options, directory, fence = self._options, self._directory, self._fence
         read = (chunks.pipeline
                 | "ListEvalFiles" >> beam.Create(options.files)
                 | "EvalNgrams" >> beam.FlatMap(eval_join.eval_pieces, n=options.n,
@@ -185,7 +188,7 @@ class Decontaminate(beam.PTransform):
         if options.mode == "redact":
             _ = shard_sets | "WriteEvalSets" >> beam.MapTuple(
                 lambda shard, s: _write(directory, eval_shard_name(shard, options.shards),
-                                        s.to_bytes()))
+                                        s.to_bytes(), fence=fence))
         probes = chunks | "Probe" >> beam.ParDo(_ProbeFn(n=options.n, shards=options.shards))
         hits = ((shard_sets, probes) | "SetsAndProbes" >> beam.Flatten()
                 | "ByShard" >> beam.GroupByKey()
@@ -208,7 +211,7 @@ class Decontaminate(beam.PTransform):
             lambda rows, ngram_rows, count_rows: _write(directory, REPORT_NAME, json.dumps(
                 report(options=options, counts=count_rows,
                        eval_sets=eval_report(rows, ngram_rows, names=options.names)),
-                sort_keys=True).encode()),
+                sort_keys=True).encode(), fence=fence),
             beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts))
         return {"chunks": scanned.chunks, "drops": scanned.decisions}
 

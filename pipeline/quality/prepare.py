@@ -20,6 +20,7 @@ from pipeline.quality import decision_files, mixture
 from pipeline.quality.decontaminate import read_report
 from pipeline.quality.plan import QualityPlan
 from pipeline.quality.selection import Selection
+from schemas.claim import NO_FENCE, Fence
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +42,14 @@ class QualityRun:
 
 def run_prepass(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: str | None,
                 beam_args: list[str], fanout: bool,
-                run_job: Callable[[object], object] | None = None) -> dict:
+                run_job: Callable[[object], object] | None = None,
+                fence: Fence = NO_FENCE) -> dict:
     """Run the pre-pass pipeline ``plan`` asks for; return its ``totals.json``. ``model_path``:
     the tokenizer, to count tokens with (only when the plan counts them); ``fanout``: as the
     main pipeline's (``pipeline.launch.beam_options.fanout_enabled``). ``run_job`` runs the
     pipeline to its end (the launcher's binds its job to the output's claim); None:
-    ``p.run().wait_until_finish()``."""
+    ``p.run().wait_until_finish()``. ``fence``: checked before each file the job commits
+    (``schemas.claim.Fence``)."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -60,7 +63,7 @@ def run_prepass(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path
          plan=plan, config=config.read, paths=tuple(f.path for f in inputs),
          directory=directory, fanout=fanout,
          model_path=model_path if plan.counts_tokens else None, encoder=config.encoder,
-         num_threads=config.encoder_threads))
+         num_threads=config.encoder_threads, fence=fence))
     if run_job is None:
         p.run().wait_until_finish()
     else:
@@ -70,9 +73,10 @@ def run_prepass(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path
 
 def prepare(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: str | None,
             beam_args: list[str], fanout: bool,
-            run_job: Callable[[object], object] | None = None) -> QualityRun | None:
-    """Run the pre-pass if the plan has one (``fanout``, ``run_job``: see ``run_prepass``);
-    None when no data-quality option is given."""
+            run_job: Callable[[object], object] | None = None,
+            fence: Fence = NO_FENCE) -> QualityRun | None:
+    """Run the pre-pass if the plan has one (``fanout``, ``run_job``, ``fence``: see
+    ``run_prepass``); None when no data-quality option is given."""
     if not plan.active:
         return None
     run = QualityRun(plan=plan, weights=plan.weights)
@@ -80,7 +84,8 @@ def prepare(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: st
     if plan.prepass_runs:
         started = time.time()
         totals = run_prepass(config, plan=plan, inputs=inputs, model_path=model_path,
-                             beam_args=beam_args, fanout=fanout, run_job=run_job)
+                             beam_args=beam_args, fanout=fanout, run_job=run_job,
+                             fence=fence)
         seconds = time.time() - started
         log.info("quality pre-pass: %.1f s, %d excluded hashes", seconds,
                  totals["excluded_hashes"])

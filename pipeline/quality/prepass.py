@@ -49,6 +49,7 @@ from pipeline.quality.near_dup import NearDuplicates
 from pipeline.quality.plan import QualityPlan
 from pipeline.quality.records import Document, Signed
 from pipeline.read.stage import Chunk, ReadDocuments
+from schemas.claim import NO_FENCE, Fence
 
 NEAR_DUP = "near_dup"
 PRE_DROPS = "pre_drops"
@@ -175,14 +176,16 @@ class FindDrops(beam.PTransform):
     the ``--exclude_docs_from`` sources, the ``--decontaminate`` scan); ``paths``: every input
     file's path, by file index (``ReadDocuments``); ``fanout``: spread the chunks over all
     workers after reading (``pipeline.launch.beam_options.fanout_enabled``); ``model_path``:
-    count tokens of the kept documents (``--subset_tokens``), else None.
+    count tokens of the kept documents (``--subset_tokens``), else None; ``fence``: checked
+    before each file is committed (``schemas.claim.Fence``).
     """
 
     def __init__(self, *, plan: QualityPlan, config: ReadConfig, paths: tuple[str, ...],
                  directory: str, fanout: bool = False, model_path: str | None = None,
-                 encoder: str = "auto", num_threads: int = 0):
+                 encoder: str = "auto", num_threads: int = 0, fence: Fence = NO_FENCE):
         super().__init__()
         self._plan = plan
+        self._fence = fence
         self._config = config
         self._paths = tuple(paths)
         self._fanout = fanout
@@ -192,13 +195,13 @@ class FindDrops(beam.PTransform):
         self._num_threads = num_threads
 
     def expand(self, files):
-        directory = self._directory
+        directory, fence = self._directory, self._fence
         chunks = _read(files, "Read", config=self._config, paths=self._paths,
                        fanout=self._fanout)
         plan, scan_drops = self._plan, []
         if plan.decontaminate is not None:  # its drops leave before hashing and counting
             scanned = chunks | "Decontaminate" >> Decontaminate(
-                options=plan.decontaminate, directory=directory)
+                options=plan.decontaminate, directory=directory, fence=fence)
             chunks, scan_drops = scanned["chunks"], [scanned["drops"]]
         # Without exclusions a copy beaten within its bundle is a duplicate whatever the rest
         # holds (with them, every copy of an excluded hash is contaminated instead).
@@ -215,7 +218,7 @@ class FindDrops(beam.PTransform):
             kept = docs | "AllKept" >> beam.Map(_kept)
             excluded = files.pipeline | "NoExclusions" >> beam.Create([])
             if scan_drops:
-                _write_decisions(files, scan_drops, directory=directory)
+                _write_decisions(files, scan_drops, directory=directory, fence=fence)
         sums = kept | "SumPerSubset" >> beam.CombinePerKey(_sum_pairs)
         return (
             (sums | "AsSubsetRows" >> beam.Map(lambda kv: ("subset", kv)),
@@ -223,7 +226,7 @@ class FindDrops(beam.PTransform):
             | "AllTotals" >> beam.Flatten()
             | "OneList" >> beam.combiners.ToList()
             | "WriteTotals" >> beam.Map(lambda rows: decision_files.write_totals(
-                _totals(rows), directory=directory))
+                _totals(rows), directory=directory, fence=fence))
         )
 
     def _decide(self, files, docs, scan_drops=()):
@@ -248,11 +251,11 @@ class FindDrops(beam.PTransform):
             drops.append(found["drops"])
             kept = (kept, found["kept"]) | "KeptAfterNear" >> beam.Flatten()
             rows.append(found["stats"] | "AsNearRows" >> beam.Map(lambda s: (NEAR_DUP, s)))
-        _write_decisions(files, drops, directory=directory)
+        _write_decisions(files, drops, directory=directory, fence=self._fence)
         return kept, decided[EXCLUDED] | "CountExcluded" >> beam.CombineGlobally(sum), rows
 
 
-def _write_decisions(files, drops, *, directory: str):
+def _write_decisions(files, drops, *, directory: str, fence: Fence):
     """(file, (line, reason)) PCollections -> one decision file per input file, an empty one
     when nothing of it drops."""
     every_file = files | "EveryFile" >> beam.Map(lambda f: (f.index, None))
@@ -261,7 +264,8 @@ def _write_decisions(files, drops, *, directory: str):
         | "AllDrops" >> beam.Flatten()
         | "GroupByInputFile" >> beam.GroupByKey()
         | "WriteDecisions" >> beam.MapTuple(lambda index, drops: decision_files.write_decisions(
-            (d for d in drops if d is not None), directory=directory, file_index=index))
+            (d for d in drops if d is not None), directory=directory, file_index=index,
+            fence=fence))
     )
 
 

@@ -22,6 +22,7 @@ import apache_beam as beam
 
 from common import storage
 from pipeline.quality import doc_hash
+from schemas.claim import NO_FENCE, Fence
 
 DIRECTORY = "doc_hashes"
 
@@ -41,10 +42,12 @@ def hash_file_path(index: int) -> str:
     return f"{DIRECTORY}/{doc_hash.hash_file_name(index)}"
 
 
-def write_hash_file(digests, *, directory: str, index: int) -> DocHashFile:
+def write_hash_file(digests, *, directory: str, index: int,
+                    fence: Fence = NO_FENCE) -> DocHashFile:
     data = doc_hash.sorted_unique(b"".join(d for d in digests if d is not None))
     relative = hash_file_path(index)
-    with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
+    with storage.atomic_open(storage.join(directory, relative), "wb",
+                             before_commit=fence.for_file(relative)) as handle:
         handle.write(data)
     return DocHashFile(path=relative, documents=len(data) // doc_hash.DIGEST_BYTES,
                        bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
@@ -93,12 +96,13 @@ def written_hashes(chunk):
 class WriteDocHashes(beam.PTransform):
     """PCollection[Chunk] -> PCollection[DocHashFile] (all 16, empty ones included)."""
 
-    def __init__(self, *, directory: str):
+    def __init__(self, *, directory: str, fence: Fence = NO_FENCE):
         super().__init__()
         self._directory = directory
+        self._fence = fence
 
     def expand(self, chunks):
-        directory = self._directory
+        directory, fence = self._directory, self._fence
         every = (chunks.pipeline | "EveryFile" >> beam.Create(range(doc_hash.PREFIXES))
                  | "NoHash" >> beam.Map(lambda index: (index, None)))
         return (
@@ -107,5 +111,5 @@ class WriteDocHashes(beam.PTransform):
             | "GroupByFile" >> beam.GroupByKey()
             | "WriteHashFiles" >> beam.MapTuple(
                 lambda index, digests: write_hash_file(digests, directory=directory,
-                                                       index=index))
+                                                       index=index, fence=fence))
         )

@@ -18,6 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from common import storage
 from common.errors import PilepackError
 from pipeline.config import ReadConfig, TokenizerTrainingConfig
+from schemas.claim import NO_FENCE, Fence
 from tokenizer.model_info import ModelInfo, describe, parse_model
 from tokenizer.spec import MODEL_FILENAME
 
@@ -48,10 +49,12 @@ def copy_model(source: str, directory: str) -> tuple[str, bytes]:
 
 def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
                    training: TokenizerTrainingConfig, beam_args: list[str],
-                   run_job: Callable[[beam.Pipeline], object] | None = None) -> dict:
+                   run_job: Callable[[beam.Pipeline], object] | None = None,
+                   fence: Fence = NO_FENCE) -> dict:
     """Sampling pipeline, then SentencePiece training into ``output``; returns the record the
     manifest keeps about the training. ``run_job`` runs the sampling pipeline to its end (the
-    launcher's binds its job to the output's claim); None: ``p.run().wait_until_finish()``."""
+    launcher's binds its job to the output's claim); None: ``p.run().wait_until_finish()``.
+    ``fence``: checked before each sample file is committed (``schemas.claim.Fence``)."""
     from pipeline.tokenize.training_sample import DrawTokenizerSample, load_sample, remove_sample
     from tokenizer.spec import TrainOptions
     from tokenizer.train import train_from_texts
@@ -63,7 +66,7 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
     files = p | "ListInputs" >> beam.Create(inputs)
     files | "Sample" >> DrawTokenizerSample(
         config=read, sample_bytes=training.tokenizer_sample_bytes, seed=training.seed,
-        directory=sample_dir, max_piece_bytes=MAX_PIECE_BYTES,
+        directory=sample_dir, max_piece_bytes=MAX_PIECE_BYTES, fence=fence,
     )
     if run_job is None:
         p.run().wait_until_finish()
@@ -98,7 +101,7 @@ def train_on_input(*, inputs, input_desc: str, output: str, read: ReadConfig,
     }
 
 
-def _trained(*, config, inputs, beam_args, run_job) -> ModelInfo:
+def _trained(*, config, inputs, beam_args, run_job, fence: Fence) -> ModelInfo:
     """The model trained on ``inputs`` in ``config.output``: the one a dead run committed for
     the same inputs and options (``config.resume``), else trained now and committed."""
     from pipeline.tokenize import committed_model
@@ -113,21 +116,23 @@ def _trained(*, config, inputs, beam_args, run_job) -> ModelInfo:
     committed_model.forget(config.output)  # before the model is replaced
     record = train_on_input(inputs=inputs, input_desc=config.input, output=config.output,
                             read=config.read, training=config.training,
-                            beam_args=beam_args, run_job=run_job)
+                            beam_args=beam_args, run_job=run_job, fence=fence)
     info = describe(path, trained=record)
     committed_model.commit(config.output, fingerprint=key, sha256=info.sha256, record=record)
     return info
 
 
 def prepare_tokenizer(*, config, inputs, beam_args,
-                      run_job: Callable[[beam.Pipeline], object] | None = None) -> ModelInfo:
+                      run_job: Callable[[beam.Pipeline], object] | None = None,
+                      fence: Fence = NO_FENCE) -> ModelInfo:
     """The run's tokenizer in ``config.output``: copied from --tokenizer_model, or trained
-    (``run_job``: see ``train_on_input``)."""
+    (``run_job``, ``fence``: see ``train_on_input``)."""
     if config.tokenizer_model:
         path, model = copy_model(config.tokenizer_model, config.output)
         info = describe(path, model=model)
     else:
-        info = _trained(config=config, inputs=inputs, beam_args=beam_args, run_job=run_job)
+        info = _trained(config=config, inputs=inputs, beam_args=beam_args, run_job=run_job,
+                        fence=fence)
     if info.pad_id < 0 and config.last_record == "pad":
         raise TokenizerError(
             f"tokenizer {config.tokenizer_model} has no pad id, so partial records cannot be "

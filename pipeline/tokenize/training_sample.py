@@ -27,6 +27,7 @@ import apache_beam as beam
 from common import storage
 from pipeline.config import ReadConfig
 from pipeline.read.stage import iter_documents
+from schemas.claim import NO_FENCE, Fence
 
 
 def allocate_quotas(totals: dict[str, int], *, sample_bytes: int) -> dict[str, int]:
@@ -112,7 +113,8 @@ SAMPLE_FILE = re.compile(r"sample-\d{5,}\.jsonl")
 _SAMPLE_TMP = re.compile(rf"{re.escape(storage.TMP_MARKER)}[0-9a-f]+-{SAMPLE_FILE.pattern}")
 
 
-def write_sample_file(pieces, *, directory: str, file_index: int) -> str:
+def write_sample_file(pieces, *, directory: str, file_index: int,
+                      fence: Fence = NO_FENCE) -> str:
     """One input file's kept pieces -> ``sample-{file:05d}.jsonl`` in priority order.
 
     Named by the input file, and written after grouping by it: a retried or re-bundled draw
@@ -121,7 +123,7 @@ def write_sample_file(pieces, *, directory: str, file_index: int) -> str:
     """
     rows = sorted(pieces)
     path = storage.join(directory, f"sample-{file_index:05d}.jsonl")  # as SAMPLE_FILE says
-    with storage.atomic_open(path, "wb") as handle:
+    with storage.atomic_open(path, "wb", before_commit=fence.for_file(path)) as handle:
         handle.write("".join(json.dumps({"u": u, "subset": subset, "text": piece}) + "\n"
                              for u, subset, piece in rows).encode())
     return path
@@ -131,8 +133,9 @@ class DrawTokenizerSample(beam.PTransform):
     """PCollection[InputFile] -> sample files in ``directory`` (+ the quotas, for the report)."""
 
     def __init__(self, *, config: ReadConfig, sample_bytes: int, seed: int, directory: str,
-                 max_piece_bytes: int):
+                 max_piece_bytes: int, fence: Fence = NO_FENCE):
         super().__init__()
+        self._fence = fence  # checked before each sample file is committed
         self._config = config
         self._sample_bytes = sample_bytes
         self._seed = seed
@@ -158,13 +161,13 @@ class DrawTokenizerSample(beam.PTransform):
             _DrawFn(config=self._config, seed=self._seed, max_piece_bytes=self._max_piece_bytes),
             rates=beam.pvalue.AsSingleton(rates),
         )
-        directory = self._directory
+        directory, fence = self._directory, self._fence
         (
             kept
             | "GroupByInputFile" >> beam.GroupByKey()
             | "WriteSample" >> beam.MapTuple(
                 lambda index, pieces: write_sample_file(pieces, directory=directory,
-                                                        file_index=index))
+                                                        file_index=index, fence=fence))
         )
         return rates
 

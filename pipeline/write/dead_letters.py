@@ -13,6 +13,7 @@ import json
 import apache_beam as beam
 
 from common import storage
+from schemas.claim import NO_FENCE, Fence
 
 DIRECTORY = "dead_letters"
 
@@ -30,7 +31,8 @@ def dead_letter_path(*, split: str, file_index: int) -> str:
     return f"{DIRECTORY}/{split}-{file_index:05d}.jsonl"
 
 
-def write_dead_letters(letters, *, directory: str, split: str, file_index: int) -> DeadLetterFile:
+def write_dead_letters(letters, *, directory: str, split: str, file_index: int,
+                       fence: Fence = NO_FENCE) -> DeadLetterFile:
     """All dead letters of one input file -> one file, sorted by position, committed atomically.
 
     Dead letters are few (bounded by --max_bad_fraction), so a file's are held in memory.
@@ -41,7 +43,8 @@ def write_dead_letters(letters, *, directory: str, split: str, file_index: int) 
     ordered = sorted(letters, key=position)
     lines = [json.dumps(letter.to_json(), sort_keys=True) for letter in ordered]
     relative = dead_letter_path(split=split, file_index=file_index)
-    with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
+    with storage.atomic_open(storage.join(directory, relative), "wb",
+                             before_commit=fence.for_file(relative)) as handle:
         handle.write(("\n".join(lines) + "\n").encode())
     return DeadLetterFile(relative, len(lines))
 
@@ -53,18 +56,19 @@ class WriteDeadLetters(beam.PTransform):
     the bundling (a retried bundle rewrites the same name with the same lines).
     """
 
-    def __init__(self, *, directory: str, split: str):
+    def __init__(self, *, directory: str, split: str, fence: Fence = NO_FENCE):
         super().__init__()
         self._directory = directory
         self._split = split
+        self._fence = fence
 
     def expand(self, letters):
-        directory, split = self._directory, self._split
+        directory, split, fence = self._directory, self._split, self._fence
         return (
             letters
             | "ByInputFile" >> beam.Map(lambda letter: (letter.file_index, letter))
             | "Group" >> beam.GroupByKey()
             | "WriteJsonLines" >> beam.MapTuple(
                 lambda index, group: write_dead_letters(group, directory=directory, split=split,
-                                                        file_index=index))
+                                                        file_index=index, fence=fence))
         )

@@ -20,6 +20,7 @@ from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
 from pipeline.write import progress
 from pipeline.write.pack import PackedChunk, PackStats
 from pipeline.write.shard_plan import PartInfo, part_path
+from schemas.claim import NO_FENCE, Fence
 from schemas.records import TOKENS, RecordSpec, frame_examples
 
 CHUNK_STATS = "chunk_stats"
@@ -62,11 +63,13 @@ def padded_records(features: dict, *, pad_id: int) -> tuple[tuple[int, int], ...
     return tuple((int(i), int(pads[i])) for i in pads.nonzero()[0])
 
 
-def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: int) -> PartInfo:
+def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: int,
+               fence: Fence = NO_FENCE) -> PartInfo:
     relative = part_path(file_index=chunk.file_index, chunk_index=chunk.chunk_index,
                          epoch=chunk.epoch)
     data = frame_examples(chunk.features, spec)  # every record framed, as one bytes object
-    with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
+    with storage.atomic_open(storage.join(directory, relative), "wb",
+                             before_commit=fence.for_file(relative)) as handle:
         handle.write(data)
     return PartInfo(file_index=chunk.file_index, chunk_index=chunk.chunk_index, path=relative,
                     records=len(chunk.features[TOKENS]), bytes=len(data),
@@ -74,14 +77,17 @@ def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: 
 
 
 class _WritePartFn(beam.DoFn):
-    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = ()):
+    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = (),
+                 fence: Fence = NO_FENCE):
         self._directory = directory
+        self._fence = fence
         self._spec = spec
         self._pad_id = pad_id
         self._formats = {fmt.name: fmt for fmt in formats}
 
     def process(self, chunk: PackedChunk):
-        info = write_part(chunk, directory=self._directory, spec=self._spec, pad_id=self._pad_id)
+        info = write_part(chunk, directory=self._directory, spec=self._spec, pad_id=self._pad_id,
+                          fence=self._fence)
         beam.metrics.Metrics.counter("write", "records").inc(info.records)
         done = summed(chunk.subsets.values())  # the chunk's copies: epoch 0 only, else none
         # For the launcher's progress (pipeline.write.progress), and the runner's UI.
@@ -89,7 +95,7 @@ class _WritePartFn(beam.DoFn):
             progress.write_sidecar(self._directory, info.path, file_index=chunk.file_index,
                                    input_bytes=chunk.input_offset - chunk.input_start,
                                    documents=done.documents, text_bytes=done.bytes,
-                                   tokens=done.tokens)
+                                   tokens=done.tokens, fence=self._fence)
             for name, stats in chunk.subsets.items():
                 for field in ("documents", "bytes", "tokens"):
                     beam.metrics.Metrics.counter(SUBSET_METRICS, f"{name}/{field}").inc(
@@ -110,11 +116,14 @@ class _WritePartFn(beam.DoFn):
 class WriteParts(beam.PTransform):
     """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: ChunkStats, PartDocuments
     and BeforeMixture, and for each of ``formats`` (those built from documents, as given to
-    Pack) under its name: its parts' infos}."""
+    Pack) under its name: its parts' infos}. ``fence``: checked before each file is committed
+    (``schemas.claim.Fence``)."""
 
-    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = ()):
+    def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = (),
+                 fence: Fence = NO_FENCE):
         super().__init__()
-        self._fn = _WritePartFn(directory=directory, spec=spec, pad_id=pad_id, formats=formats)
+        self._fn = _WritePartFn(directory=directory, spec=spec, pad_id=pad_id, formats=formats,
+                                fence=fence)
         self._tags = tuple(fmt.name for fmt in formats)
 
     def expand(self, chunks):

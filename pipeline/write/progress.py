@@ -22,6 +22,7 @@ import time
 
 from common import storage
 from pipeline.write.shard_plan import PARTS_DIR
+from schemas.claim import NO_FENCE, Fence
 
 log = logging.getLogger("pilepack.progress")
 
@@ -31,10 +32,12 @@ POLL_S = {"local": 1.0, "object_store": 10.0}  # listing an object store costs r
 
 
 def write_sidecar(directory: str, part: str, *, file_index: int, input_bytes: int,
-                  documents: int, text_bytes: int, tokens: int) -> None:
+                  documents: int, text_bytes: int, tokens: int,
+                  fence: Fence = NO_FENCE) -> None:
     row = {"file": file_index, "input_bytes": input_bytes, "documents": documents,
            "text_bytes": text_bytes, "tokens": tokens}
-    with storage.atomic_open(storage.join(directory, part + SUFFIX), "wb") as handle:
+    with storage.atomic_open(storage.join(directory, part + SUFFIX), "wb",
+                             before_commit=fence.for_file(part + SUFFIX)) as handle:
         handle.write(json.dumps(row).encode())
 
 

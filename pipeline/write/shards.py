@@ -32,6 +32,7 @@ from common.errors import DataError
 from pipeline.write.order import InputOrder, Order, Range, Window, plan_ordered_shards
 from pipeline.write.shard_plan import ShardPlan, records_per_shard
 from schemas.block_shuffle import DEFAULT_SPEC, BlockShuffleSpec
+from schemas.claim import NO_FENCE, Fence
 from schemas.records import RecordSpec, frame_bytes
 
 WINDOW_BYTES = 16 << 20
@@ -128,18 +129,19 @@ def window_frames(window: Window, *, parts: _Parts, frame_bytes: int, shard: str
 
 def assemble_shard(plan: ShardPlan, *, directory: str, frame_bytes: int,
                    order: Order = InputOrder(), window_bytes: int = WINDOW_BYTES,
-                   sinks: Sequence = ()) -> ShardInfo:
+                   sinks: Sequence = (), fence: Fence = NO_FENCE) -> ShardInfo:
     """Write one shard: the records ``order`` puts at its positions, committed atomically.
 
     ``sinks``: context managers given each window's frames too (``write(frames)``), entered
     after the shard is opened and left before it is committed (another format's file of the
     same records: a format built from records, ``pipeline.write.formats.base``): an error in one
-    leaves neither.
+    leaves neither. ``fence``: checked before the shard is committed (``schemas.claim.Fence``).
     """
     window = max(1, window_bytes // frame_bytes)
     digest, size = hashlib.sha256(), 0
     with _Parts(directory) as parts, \
-            storage.atomic_open(storage.join(directory, plan.name), "wb") as out, \
+            storage.atomic_open(storage.join(directory, plan.name), "wb",
+                                before_commit=fence.for_file(plan.name)) as out, \
             contextlib.ExitStack() as stack:
         others = [stack.enter_context(sink) for sink in sinks]
         for frames in order.windows(plan.pieces, window_records=window):
@@ -154,15 +156,17 @@ def assemble_shard(plan: ShardPlan, *, directory: str, frame_bytes: int,
 
 
 class _AssembleFn(beam.DoFn):
-    def __init__(self, *, directory: str, frame_bytes: int, formats: Sequence = ()):
+    def __init__(self, *, directory: str, frame_bytes: int, formats: Sequence = (),
+                 fence: Fence = NO_FENCE):
         self._directory = directory
+        self._fence = fence
         self._frame_bytes = frame_bytes
         self._formats = tuple(formats)
 
     def process(self, plan: ShardPlan, order: Order):
         sinks = [fmt.shard_sink(plan) for fmt in self._formats]
         yield assemble_shard(plan, directory=self._directory, frame_bytes=self._frame_bytes,
-                             order=order, sinks=sinks)
+                             order=order, sinks=sinks, fence=self._fence)
         for sink in sinks:
             yield sink.info  # the other formats' files, for the manifest
         beam.metrics.Metrics.counter("write", "shards").inc()
@@ -175,15 +179,19 @@ class WriteShards(beam.PTransform):
     built from records (``pipeline.write.formats.base.RECORDS``); each writes every shard's
     records too (its ``shard_sink``), its files (``FormatFile``) in the output as well.
 
+    ``fence``: checked before each shard is committed (``schemas.claim.Fence``).
+
     The order reaches the assemblers as a side input: for a shuffle, one small object (a path
     and a number per part) instead of a copy in every shard's plan.
     """
 
     def __init__(self, *, directory: str, split: str, shard_bytes: int, spec: RecordSpec,
                  shuffle_seed: int | None = None,
-                 shuffle: BlockShuffleSpec = DEFAULT_SPEC, formats: Sequence = ()):
+                 shuffle: BlockShuffleSpec = DEFAULT_SPEC, formats: Sequence = (),
+                 fence: Fence = NO_FENCE):
         super().__init__()
         self._directory = directory
+        self._fence = fence
         self._formats = tuple(formats)
         self._split = split
         self._spec = spec
@@ -210,6 +218,6 @@ class WriteShards(beam.PTransform):
             | "SpreadShards" >> beam.Reshuffle()
             | "AssembleShards" >> beam.ParDo(
                 _AssembleFn(directory=self._directory, frame_bytes=size,
-                            formats=self._formats),
+                            formats=self._formats, fence=self._fence),
                 order=beam.pvalue.AsSingleton(order))
         )

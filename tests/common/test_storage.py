@@ -103,3 +103,27 @@ def test_memory_error_leaves_no_object(memory_url):
         handle.write(b"partial")
         raise Boom()
     assert not fs.exists(storage.filesystem(url)[1])
+
+
+def _refuse():
+    raise Boom()
+
+
+def test_a_refusing_before_commit_keeps_the_previous_local_file(tmp_path):
+    target = tmp_path / "data.bin"
+    target.write_bytes(b"old")
+    calls = []
+    with storage.atomic_open(str(target), before_commit=lambda: calls.append(target.exists())) \
+            as handle:
+        handle.write(b"new")
+    assert calls == [True] and target.read_bytes() == b"new"  # called once, before the rename
+    with pytest.raises(Boom), storage.atomic_open(str(target), before_commit=_refuse) as handle:
+        handle.write(b"complete, but refused")
+    assert target.read_bytes() == b"new" and _files(tmp_path) == ["data.bin"]
+
+
+def test_a_refusing_before_commit_leaves_no_object(memory_url):
+    fs, url = memory_url
+    with pytest.raises(Boom), storage.atomic_open(url, before_commit=_refuse) as handle:
+        handle.write(b"complete, but refused")
+    assert not fs.exists(storage.filesystem(url)[1])

@@ -29,6 +29,7 @@ from common.errors import ConfigError, DataError
 from pipeline.write.formats.base import RECORDS, FormatFile, OutputFormat, entries
 from pipeline.write.shard_plan import ShardPlan
 from schemas import arrayrecord
+from schemas.claim import NO_FENCE, Fence
 from schemas.formats import ARRAYRECORD
 from schemas.record_frames import FOOTER_BYTES, HEADER_BYTES
 from schemas.records import frame_bytes
@@ -69,8 +70,10 @@ class ArrayRecordSink:
     committed and ``info`` set; on an exception nothing is left.
     """
 
-    def __init__(self, *, directory: str, shard: str, records: int, frame_bytes: int):
+    def __init__(self, *, directory: str, shard: str, records: int, frame_bytes: int,
+                 fence: Fence = NO_FENCE):
         self._relative = file_name = arrayrecord.file_name(shard)
+        self._before_commit = fence.for_file(file_name)
         self._final = storage.join(directory, file_name)
         self._shard = shard
         self._records = records
@@ -122,12 +125,15 @@ class ArrayRecordSink:
                     digest.update(block)
                     size += len(block)
             else:
-                with storage.atomic_open(self._final, "wb") as out:
+                with storage.atomic_open(self._final, "wb",
+                                         before_commit=self._before_commit) as out:
                     for block in iter(lambda: source.read(_BLOCK), b""):
                         digest.update(block)
                         size += len(block)
                         out.write(block)
         if self._local:
+            if self._before_commit is not None:
+                self._before_commit()
             os.replace(self._tmp, storage.filesystem(self._final)[1])
         return ArrayRecordFile(path=self._relative, bytes=size, sha256=digest.hexdigest(),
                                records=self._written, shard=self._shard)
@@ -179,4 +185,5 @@ class ArrayRecordFormat(OutputFormat):
 
     def shard_sink(self, plan: ShardPlan) -> ArrayRecordSink:
         return ArrayRecordSink(directory=self.context.directory, shard=plan.name,
-                               records=plan.records, frame_bytes=frame_bytes(self.context.record))
+                               records=plan.records, frame_bytes=frame_bytes(self.context.record),
+                               fence=self.context.fence)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from schemas.claim import NO_FENCE, Fence
 from schemas.records import RecordSpec
 
 DOCUMENTS = "documents"  # built from each chunk's documents (Pack -> WriteParts -> assemble)
@@ -39,6 +40,7 @@ class WriteContext:
     shard_bytes: int
     record: RecordSpec
     vocab_size: int
+    fence: Fence = NO_FENCE  # checked before each file is committed (schemas.claim.Fence)
 
 
 class FormatFile:

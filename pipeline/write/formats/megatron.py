@@ -37,17 +37,20 @@ from pipeline.write.formats.megatron_plan import (
     plan_pairs,
 )
 from pipeline.write.pack import document_stream
+from schemas.claim import NO_FENCE, Fence
 from schemas.formats import MEGATRON
 from schemas.megatron_index import BIN_SUFFIX, IDX_SUFFIX, document_dtype, encode_index
 
 
 def write_document_part(*, file_index: int, chunk_index: int, epoch: int, tokens: np.ndarray,
-                        lengths: np.ndarray, directory: str) -> DocumentPartInfo:
+                        lengths: np.ndarray, directory: str,
+                        fence: Fence = NO_FENCE) -> DocumentPartInfo:
     """One chunk's documents (``tokens``: each followed by EOS, in Megatron's dtype; their
     ``lengths``, EOS included) -> a part file: the tokens, then the lengths as int32."""
     relative = document_part_path(file_index=file_index, chunk_index=chunk_index, epoch=epoch)
     data = tokens.astype(tokens.dtype.newbyteorder("<"), copy=False).tobytes()
-    with storage.atomic_open(storage.join(directory, relative), "wb") as handle:
+    with storage.atomic_open(storage.join(directory, relative), "wb",
+                             before_commit=fence.for_file(relative)) as handle:
         handle.write(data)
         handle.write(np.asarray(lengths, dtype="<i4").tobytes())
     return DocumentPartInfo(file_index=file_index, chunk_index=chunk_index, path=relative,
@@ -89,11 +92,13 @@ def _read_part(directory: str, part: DocumentPartInfo, *, pair: str) -> bytes:
     return data
 
 
-def assemble_pair(plan: PairPlan, *, directory: str, dtype: str) -> PairInfo:
+def assemble_pair(plan: PairPlan, *, directory: str, dtype: str,
+                  fence: Fence = NO_FENCE) -> PairInfo:
     """Write ``plan.prefix``.bin (the parts' tokens) and .idx (their lengths), atomically."""
     digest, size, lengths = hashlib.sha256(), 0, []
     bin_name = plan.prefix + BIN_SUFFIX
-    with storage.atomic_open(storage.join(directory, bin_name), "wb") as out:
+    with storage.atomic_open(storage.join(directory, bin_name), "wb",
+                             before_commit=fence.for_file(bin_name)) as out:
         for part in plan.parts:
             data = memoryview(_read_part(directory, part, pair=bin_name))
             offset, _ = part_layout(part)
@@ -105,7 +110,9 @@ def assemble_pair(plan: PairPlan, *, directory: str, dtype: str) -> PairInfo:
             del data
     index = encode_index(np.concatenate(lengths) if lengths else np.zeros(0, "<i4"),
                          dtype=dtype)
-    with storage.atomic_open(storage.join(directory, plan.prefix + IDX_SUFFIX), "wb") as out:
+    idx_name = plan.prefix + IDX_SUFFIX
+    with storage.atomic_open(storage.join(directory, idx_name), "wb",
+                             before_commit=fence.for_file(idx_name)) as out:
         out.write(index)
     return PairInfo(prefix=plan.prefix, documents=plan.documents, tokens=plan.tokens,
                     bin_bytes=size, bin_sha256=digest.hexdigest(), idx_bytes=len(index),
@@ -113,21 +120,25 @@ def assemble_pair(plan: PairPlan, *, directory: str, dtype: str) -> PairInfo:
 
 
 class _AssemblePairFn(beam.DoFn):
-    def __init__(self, *, directory: str, dtype: str):
+    def __init__(self, *, directory: str, dtype: str, fence: Fence = NO_FENCE):
         self._directory = directory
         self._dtype = dtype
+        self._fence = fence
 
     def process(self, plan: PairPlan):
-        yield assemble_pair(plan, directory=self._directory, dtype=self._dtype)
+        yield assemble_pair(plan, directory=self._directory, dtype=self._dtype,
+                            fence=self._fence)
         beam.metrics.Metrics.counter("write", "megatron_pairs").inc()
 
 
 class WriteMegatron(beam.PTransform):
     """PCollection[DocumentPartInfo] -> PCollection[PairInfo] (after every part is written)."""
 
-    def __init__(self, *, directory: str, split: str, shard_bytes: int, dtype: str):
+    def __init__(self, *, directory: str, split: str, shard_bytes: int, dtype: str,
+                 fence: Fence = NO_FENCE):
         super().__init__()
         self._directory = directory
+        self._fence = fence
         self._split = split
         self._shard_bytes = shard_bytes
         self._dtype = dtype
@@ -142,7 +153,7 @@ class WriteMegatron(beam.PTransform):
                 infos, split=split, shard_bytes=shard_bytes, token_bytes=token_bytes))
             | "SpreadPairs" >> beam.Reshuffle()
             | "AssemblePairs" >> beam.ParDo(_AssemblePairFn(directory=self._directory,
-                                                            dtype=self._dtype))
+                                                            dtype=self._dtype, fence=self._fence))
         )
 
 
@@ -196,10 +207,10 @@ class MegatronFormat(OutputFormat):
         tokens, lengths = data
         return write_document_part(file_index=file_index, chunk_index=chunk_index, epoch=epoch,
                                    tokens=tokens, lengths=lengths,
-                                   directory=self.context.directory)
+                                   directory=self.context.directory, fence=self.context.fence)
 
     def assemble(self, parts):
         context = self.context
         return parts | "WriteMegatron" >> WriteMegatron(
             directory=context.directory, split=context.split, shard_bytes=context.shard_bytes,
-            dtype=self.dtype)
+            dtype=self.dtype, fence=context.fence)
