@@ -93,7 +93,10 @@ def test_short_passages_contribute_no_ngram(corpus):
 
 
 def test_a_drop_beats_redacted_for_the_same_line(tmp_path):
-    decision_files.write_decisions([(3, decision_files.REDACTED), (3, decision_files.DUPLICATE),
-                               (5, decision_files.REDACTED)], directory=str(tmp_path), file_index=0)
+    spans = np.array([[0, 4]])
+    decision_files.write_decisions(
+        [decision_files.redaction(3, spans), (3, decision_files.DUPLICATE),
+         decision_files.redaction(5, spans)], directory=str(tmp_path), file_index=0)
     loaded = decision_files.Decisions.load(str(tmp_path), 0)
-    assert loaded.reason(3) == decision_files.DUPLICATE and loaded.reason(5) == decision_files.REDACTED
+    assert loaded.reason(3) == decision_files.DUPLICATE
+    assert loaded.reason(5) == decision_files.REDACTED and loaded.spans(5).tolist() == [[0, 4]]
