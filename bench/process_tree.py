@@ -16,20 +16,21 @@ def run_polled(argv: list[str], *, stderr=subprocess.STDOUT) -> tuple[int, str, 
                                                                        float]:
     """Run ``argv``; return (exit status, its output, peak RSS in MB summed over its process
     tree, the tree's CPU seconds, wall seconds)."""
-    status, output, peaks, cpu, wall = run_phases(argv, markers=(), stderr=stderr)
+    status, output, peaks, _, cpu, wall = run_phases(argv, markers=(), stderr=stderr)
     return status, output, peaks[0], cpu, wall
 
 
 def run_phases(argv: list[str], *, markers: tuple[str, ...], stderr=subprocess.STDOUT
-               ) -> tuple[int, str, list[float], float, float]:
+               ) -> tuple[int, str, list[float], list[float], float, float]:
     """``run_polled`` with the peak split into phases: phase 0 lasts until ``markers[0]``
     appears in the output, phase 1 until ``markers[1]`` does after it, and so on; returns the
-    peaks (MB) of the ``len(markers) + 1`` phases in place of the one peak (0 for a phase never
-    reached). The tree's memory as a phase starts (what the one before left) counts in it."""
+    peaks (MB) of the ``len(markers) + 1`` phases in place of the one peak, then each phase's
+    first sample (MB: what the phase before left; 0 for a phase never reached)."""
     import psutil
 
     cpu: dict[int, float] = {}  # last CPU seconds seen of each process of the tree
     peaks, phase, seen, at = [0] * (len(markers) + 1), 0, b"", 0
+    starts: list[int | None] = [None] * (len(markers) + 1)
     started = time.monotonic()
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(argv, stdout=log, stderr=stderr)
@@ -49,6 +50,7 @@ def run_phases(argv: list[str], *, markers: tuple[str, ...], stderr=subprocess.S
                 except psutil.NoSuchProcess:  # ended between listing and reading
                     pass
             peaks[phase] = max(peaks[phase], total)
+            starts[phase] = total if starts[phase] is None else starts[phase]
             if phase < len(markers):  # pread: the child shares the file's offset
                 seen += os.pread(log.fileno(), 1 << 20, len(seen))
                 while phase < len(markers) and seen.find(markers[phase].encode(), at) >= 0:
@@ -58,4 +60,5 @@ def run_phases(argv: list[str], *, markers: tuple[str, ...], stderr=subprocess.S
         wall = time.monotonic() - started
         log.seek(0)
         output = log.read().decode(errors="replace")
-    return process.returncode, output, [peak / 1e6 for peak in peaks], sum(cpu.values()), wall
+    return (process.returncode, output, [peak / 1e6 for peak in peaks],
+            [(start or 0) / 1e6 for start in starts], sum(cpu.values()), wall)
