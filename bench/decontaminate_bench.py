@@ -10,9 +10,12 @@ The large evaluation set is ``--large_mb`` MB of distinct prose: the sentences o
 and of ``--eval`` shuffled (seeded) into passages of 40 sentences, as many as it takes; the
 small one is ``--eval`` itself. Each run is a fresh ``python -m pipeline.run`` (in-memory
 DirectRunner, ``--encode_processes=1``) with ``--decontaminate`` and ``--decontaminate_mode``;
-measured: the peak RSS summed over its whole process tree (``bench.process_tree``) and wall
-seconds. ``--baseline``: a checkout of the code to compare against, run from its own directory
-(so it imports its own ``pipeline``). The report gives each code's large / small peak.
+measured: the peak RSS summed over its whole process tree (``bench.process_tree``), that peak
+split at the pre-pass's end (its log line ``quality pre-pass:``) into the pre-pass's and the
+main pipeline's, what the main pipeline starts from (what the pre-pass left in the process),
+and wall seconds. ``--baseline``: a
+checkout of the code to compare against, run from its own directory (so it imports its own
+``pipeline``). The report gives each code's large / small peaks.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ import tempfile
 
 import zstandard
 
-from bench.scaling_bench import run_checked
+from bench.process_tree import run_phases
 from common.errors import ConfigError
 from common.flags import ArgumentParser, add_flags, flag, from_args
 from datagen.pile_files import write_jsonl_zst
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _PASSAGE_SENTENCES = 40
+_PREPASS_END = "quality pre-pass:"  # pipeline.quality.prepare's log line as the pre-pass ends
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,18 +81,22 @@ def large_eval(paths: list[str], target: str, *, megabytes: int) -> int:
     return len(records)
 
 
-def _run(code: str, inputs: str, output: str, flags: list[str]) -> tuple[float, float]:
-    """(peak MB, wall seconds) of one pipeline run's process tree, run from ``code``."""
+def _run(code: str, inputs: str, output: str, flags: list[str]) -> tuple[float, ...]:
+    """(peak MB, the pre-pass's peak MB, the main pipeline's peak MB and starting MB, wall
+    seconds) of one pipeline run's process tree, run from ``code``."""
     shutil.rmtree(output, ignore_errors=True)
     here = os.getcwd()
     os.chdir(code)  # cwd first on sys.path: the run imports that checkout's pipeline
+    argv = [sys.executable, "-m", "pipeline.run", "--input", inputs, "--output", output,
+            "--runner=DirectRunner", "--encode_processes=1", *flags]
     try:
-        _, peak, _, wall = run_checked([sys.executable, "-m", "pipeline.run", "--input",
-                                        inputs, "--output", output, "--runner=DirectRunner",
-                                        "--encode_processes=1", *flags])
+        status, text, (prepass, main), (_, start), _, wall = run_phases(
+            argv, markers=(_PREPASS_END,))
     finally:
         os.chdir(here)
-    return peak, wall
+    if status:
+        raise SystemExit(f"{' '.join(argv)} failed ({status}):\n{text[-3000:]}")
+    return max(prepass, main), prepass, main, start, wall
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,13 +128,19 @@ def main(argv: list[str] | None = None) -> int:
                 rows[code, size] = _run(directory, inputs, output, [
                     f"--tokenizer_model={model}", f"--decontaminate={source}",
                     f"--decontaminate_mode={options.mode}"])
-                peak, wall = rows[code, size]
-                print(f"{code:8s} {size}: peak {peak:7.0f} MB, {wall:6.1f} s", flush=True)
+                peak, prepass, main, start, wall = rows[code, size]
+                print(f"{code:8s} {size}: peak {peak:7.0f} MB (pre-pass {prepass:5.0f} MB, "
+                      f"main pipeline {main:5.0f} MB from {start:5.0f} MB), {wall:6.1f} s",
+                      flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     for code in codes:
-        print(f"{code}: large / small peak {rows[code, 'large'][0] / rows[code, 'small'][0]:.2f}"
-              f" (+{rows[code, 'large'][0] - rows[code, 'small'][0]:.0f} MB)")
+        for at, what in ((0, "peak"), (2, "main pipeline peak")):
+            large, small = rows[code, "large"][at], rows[code, "small"][at]
+            print(f"{code}: large / small {what} {large / small:.2f} (+{large - small:.0f} MB)")
+        grown = {size: rows[code, size][2] - rows[code, size][3] for size in ("small", "large")}
+        print(f"{code}: the main pipeline's own growth, small {grown['small']:.0f} MB, large "
+              f"{grown['large']:.0f} MB")
     return 0
 
 

@@ -7,12 +7,13 @@
    into one ``EvalSet`` per shard (``pipeline.quality.eval_join``). No worker holds them all.
 2. ``Probe``/``ByShard``/``JoinShard``/``HitsPerChunk``/``Apply``: every chunk's n-grams meet
    each shard's set in a keyed join; the hits go back to their chunk. ``drop``: a document
-   holding any evaluation n-gram drops (``decontaminated``). ``redact``: its overlapping spans
-   are marked ``redacted`` for the main pipeline's Parse to cut (``Redactor``: the same
-   function on the same sets, ``eval_ngrams-*.bin`` written here), and a document left blank
-   by the cut drops (``decontaminated``). Dropped documents leave the chunks, so the
-   pre-pass's dedup and ``--subset_tokens`` totals see only what is kept; a redacted document
-   stays, uncut (its hash, for dedup and ``--exclude_docs_from``, is the original text's).
+   holding any evaluation n-gram drops (``decontaminated``). ``redact``: the character spans
+   its matched words cover go with its ``redacted`` decision into the decision file
+   (``decision_files.redaction``), for the main pipeline's Parse to cut without any n-gram;
+   a document left blank by the cut drops (``decontaminated``). Dropped documents leave the
+   chunks, so the pre-pass's dedup and ``--subset_tokens`` totals see only what is kept; a
+   redacted document stays, uncut (its hash, for dedup and ``--exclude_docs_from``, is the
+   original text's).
 3. ``WriteReport``: counts per evaluation set and per subset -> ``decontamination.json``
    (the manifest's ``quality.decontamination``).
 
@@ -34,7 +35,6 @@ from pipeline.quality.eval_sets import EvalFile
 from pipeline.read.stage import Chunk
 from schemas.claim import NO_FENCE, Fence
 
-EVAL_NGRAMS_PREFIX = "eval_ngrams"
 REPORT_NAME = "decontamination.json"
 MODES = ("drop", "redact")
 SUBSET_COUNTS = ("documents_dropped", "documents_redacted", "documents_emptied", "spans",
@@ -130,10 +130,12 @@ class _ApplyFn(beam.DoFn):
             found = ngrams.match_at(doc.text, positions, masks, n=self._n,
                                     redact=self._redact, cache=self._cache)
             dropped = not self._redact or not found.text.strip()
-            if not dropped:
-                kept.append(doc)  # cut by the main pipeline, from the same set
-            reason = decision_files.DECONTAMINATED if dropped else decision_files.REDACTED
-            yield beam.pvalue.TaggedOutput("decisions", (chunk.file_index, (doc.line, reason)))
+            if dropped:
+                decision = doc.line, decision_files.DECONTAMINATED
+            else:
+                kept.append(doc)  # uncut here; the main pipeline cuts these spans
+                decision = decision_files.redaction(doc.line, found.spans)
+            yield beam.pvalue.TaggedOutput("decisions", (chunk.file_index, decision))
             for row in scan_counts(found, subset=doc.subset, dropped=dropped, names=self._names):
                 yield beam.pvalue.TaggedOutput("counts", row)
         if kept:
@@ -166,8 +168,8 @@ def _write(directory: str, name: str, data: bytes, *, fence: Fence = NO_FENCE) -
 
 class Decontaminate(beam.PTransform):
     """PCollection[Chunk] -> {"chunks": the chunks less dropped documents, "drops": (file,
-    (line, reason))}; writes ``decontamination.json`` (and, to redact,
-    ``eval_ngrams.bin``) into ``directory``."""
+    (line, reason)) and (file, ``decision_files.redaction``)}; writes
+    ``decontamination.json`` into ``directory``."""
 
     def __init__(self, *, options: DecontaminateOptions, directory: str,
                  fence: Fence = NO_FENCE):
@@ -185,10 +187,6 @@ class Decontaminate(beam.PTransform):
                                                    "stats", main="pieces"))
         shard_sets = read.pieces | "ShardSets" >> beam.CombinePerKey(
             eval_join.ShardSetFn(n=options.n))
-        if options.mode == "redact":
-            _ = shard_sets | "WriteEvalSets" >> beam.MapTuple(
-                lambda shard, s: _write(directory, eval_shard_name(shard, options.shards),
-                                        s.to_bytes(), fence=fence))
         probes = chunks | "Probe" >> beam.ParDo(_ProbeFn(n=options.n, shards=options.shards))
         hits = ((shard_sets, probes) | "SetsAndProbes" >> beam.Flatten()
                 | "ByShard" >> beam.GroupByKey()
@@ -216,38 +214,9 @@ class Decontaminate(beam.PTransform):
         return {"chunks": scanned.chunks, "drops": scanned.decisions}
 
 
-def eval_shard_name(shard: int, shards: int) -> str:
-    """One shard's evaluation n-grams, written to redact (``Redactor.load`` reads them)."""
-    return f"{EVAL_NGRAMS_PREFIX}-{shard:05d}-of-{shards:05d}.bin"
-
-
 def read_report(directory: str) -> dict:
     path = storage.join(directory, REPORT_NAME)
     fs, stripped = storage.filesystem(path)
     with fs.open(stripped, "rb") as handle:
         return json.loads(handle.read())
 
-
-class Redactor:
-    """The main pipeline's cut: loads the pre-pass's ``eval_ngrams.bin`` once (``load``, from a
-    ``DoFn.setup``) and cuts a ``redacted`` document's spans (``redact``)."""
-
-    def __init__(self, eval_set: ngrams.EvalSet):
-        self._eval_set = eval_set
-        self._cache: dict = {}
-
-    @classmethod
-    def load(cls, directory: str) -> "Redactor":
-        sets = []
-        fs, stripped = storage.filesystem(storage.join(directory, EVAL_NGRAMS_PREFIX))
-        for path in sorted(fs.glob(stripped + "-*-of-*.bin")):
-            with fs.open(path, "rb") as handle:
-                sets.append(ngrams.EvalSet.from_bytes(handle.read()))
-        if not sets:  # no evaluation n-gram at all: nothing to cut
-            return cls(ngrams.EvalSet(1, np.empty(0, np.uint64), np.empty(0, np.uint64)))
-        return cls(eval_join.union(sets[0].n, np.concatenate([s.hashes for s in sets]),
-                                   np.concatenate([s.sets for s in sets])))
-
-    def redact(self, text: str) -> str:
-        found = ngrams.match(text, self._eval_set, redact=True, cache=self._cache)
-        return text if found is None else found.text

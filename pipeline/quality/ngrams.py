@@ -28,7 +28,6 @@ import dataclasses
 import functools
 import hashlib
 import re
-import struct
 import sys
 import unicodedata
 
@@ -179,19 +178,6 @@ class EvalSet:
         at = np.minimum(np.searchsorted(self.hashes, grams), len(self.hashes) - 1)
         hit = np.flatnonzero(self.hashes[at] == grams)
         return hit, self.sets[at[hit]]
-
-    def to_bytes(self) -> bytes:
-        header = struct.pack("<QQ", self.n, len(self.hashes))
-        return header + self.hashes.astype("<u8").tobytes() + self.sets.astype("<u8").tobytes()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "EvalSet":
-        n, count = struct.unpack("<QQ", data[:16])
-        if len(data) != 16 + 16 * count:
-            raise ValueError(f"{len(data)} bytes is not an evaluation n-gram set of {count}")
-        hashes = np.frombuffer(data, dtype="<u8", count=count, offset=16).astype(np.uint64)
-        sets = np.frombuffer(data, dtype="<u8", count=count, offset=16 + 8 * count)
-        return cls(n, hashes, sets.astype(np.uint64))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -103,6 +103,5 @@ def prepare(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: st
                                   prepass_seconds=round(seconds, 3), weights=weights)
     selection = None
     if decisions or run.weights:
-        selection = Selection(decisions=decisions, weights=run.weights, seed=plan.seed,
-                              redact=plan.redacts)
+        selection = Selection(decisions=decisions, weights=run.weights, seed=plan.seed)
     return dataclasses.replace(run, selection=selection)

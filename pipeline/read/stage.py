@@ -307,7 +307,6 @@ class _ParseChunkFn(beam.DoFn):
 
     def setup(self):
         self._decisions = {}  # file index -> its pre-pass decisions, loaded once per worker
-        self._redactor = self._selection.redactor() if self._selection is not None else None
 
     def process(self, raw: RawChunk):
         path = self._paths[raw.file_index]
@@ -317,8 +316,7 @@ class _ParseChunkFn(beam.DoFn):
                 yield _dead_letter_or_fail(item, self._config)
                 continue
             if self._selection is not None:
-                item = self._selection.apply_chunk(item, stats, decisions=self._decisions,
-                                                   redactor=self._redactor)
+                item = self._selection.apply_chunk(item, stats, decisions=self._decisions)
             if item is not None:
                 beam.metrics.Metrics.counter("read", "chunks").inc()
                 lengths = beam.metrics.Metrics.distribution("read", "document_bytes")

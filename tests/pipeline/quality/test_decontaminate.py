@@ -4,6 +4,7 @@ same bytes as one."""
 
 import json
 import pathlib
+import shutil
 
 import apache_beam as beam
 import pytest
@@ -14,18 +15,24 @@ from datagen.pile_files import pile_doc, write_jsonl, write_jsonl_zst
 from pipeline import run
 from pipeline.config import ReadConfig
 from pipeline.dataset import reader
-from pipeline.quality import eval_sets
-from pipeline.quality.decision_files import Decisions, read_totals
-from pipeline.quality.decontaminate import DecontaminateOptions
+from pipeline.quality import eval_sets, ngrams
+from pipeline.quality.decision_files import REDACTED, Decisions, read_totals
+from pipeline.quality.decontaminate import DecontaminateOptions, whole_eval_set
 from pipeline.quality.plan import QualityPlan
 from pipeline.quality.prepass import FindDrops
+from pipeline.quality.selection import Selection
 from pipeline.read.inputs import expand_inputs
+from pipeline.read.stage import Chunk, ReadStats, read_file
 from schemas import manifest
 from tokenizer.encoder import load_model_bytes, processor_from_bytes
 
 ARGS = ["--seq_len=64", "--encode_processes=1", "--chunk_bytes=20000", "--split=train"]
 TWO_WORKERS = ["--runner=DirectRunner", "--direct_running_mode=multi_processing",
                "--direct_num_workers=2"]
+PROSE = ("The harbour was quiet that winter, and most of the boats stayed tied up at the pier.",
+         "Nobody in the village could remember who had first planted the orchard on the hill.",
+         "By the time the letter arrived, the bridge had already been rebuilt twice.",
+         "She read the instructions again, slowly, and then put the kettle on.")
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +182,64 @@ def test_an_evaluation_set_named_twice_is_refused(tmp_path):
     source.write_text('{"text": "a passage"}\n')
     with pytest.raises(ConfigError, match="more than once"):
         eval_sets.resolve((str(source), str(source)), field="text", inputs=())
+
+
+def _prepass(inputs, options: DecontaminateOptions, directory: pathlib.Path) -> None:
+    p = beam.Pipeline(options=PipelineOptions(["--runner=DirectRunner"]))
+    _ = (p | beam.Create(inputs)
+         | FindDrops(plan=QualityPlan(decontaminate=options), config=ReadConfig(chunk_bytes=20000),
+                     paths=tuple(f.path for f in inputs), directory=str(directory)))
+    p.run().wait_until_finish()
+
+
+def _parsed(inputs, selection: Selection | None) -> dict:
+    """(file, line) -> text of every document Parse keeps, as the main pipeline's Parse does."""
+    decisions, texts = {}, {}
+    for file in inputs:
+        for item in read_file(file, config=ReadConfig(chunk_bytes=20000)):
+            if isinstance(item, Chunk) and selection is not None:
+                item = selection.apply_chunk(item, ReadStats(file_index=file.index, path=file.path),
+                                             decisions=decisions)
+            if isinstance(item, Chunk):
+                texts.update({(file.index, doc.line): doc.text for doc in item.documents})
+    return texts
+
+
+@pytest.mark.parametrize("shards", [1, 5])
+def test_redact_cuts_from_the_decision_files_alone(corpus, tmp_path, shards):
+    """Redact: the pre-pass writes each redacted document's spans into its decision file and
+    nothing of the evaluation set; Parse cuts from the decision files alone (the evaluation
+    file deleted after the pre-pass) exactly what one whole in-memory set cuts."""
+    made = corpus["made"]
+    first, second = made.passages[2], made.passages[9]
+    write_jsonl(tmp_path / "prose.jsonl", [
+        pile_doc(f"{PROSE[0]} {first}\n{PROSE[1]} {second.upper()} {PROSE[2]}", "A"),
+        pile_doc(PROSE[3], "B"), b"{broken", pile_doc(f"  {second}\n", "B")])
+    shutil.copy(corpus["root"] / "eval.jsonl", tmp_path / "eval.jsonl")
+    inputs = expand_inputs(f"{corpus['root'] / 'train.jsonl.zst'},{tmp_path / 'prose.jsonl'}")
+    source = str(tmp_path / "eval.jsonl")
+    options = DecontaminateOptions(
+        files=eval_sets.resolve((source,), field="text", inputs=inputs), names=(source,), n=13,
+        mode="redact", field="text", shards=shards)
+    reference = whole_eval_set(options)
+    directory = tmp_path / "quality"
+    _prepass(inputs, options, directory)
+    assert sorted(path.name for path in directory.iterdir()) == [
+        "00000.drops", "00001.drops", "decontamination.json", "totals.json"]
+    (tmp_path / "eval.jsonl").unlink()
+
+    got = _parsed(inputs, Selection(decisions=str(directory)))
+    expected = {}
+    for key, text in _parsed(inputs, None).items():
+        found = ngrams.match(text, reference, redact=True)
+        if found is None or found.text.strip():
+            expected[key] = text if found is None else found.text
+    assert got == expected
+    prose = next(f.index for f in inputs if f.path.endswith("prose.jsonl"))
+    train = 1 - prose
+    assert got[prose, 1] == f"{PROSE[0]} \n{PROSE[1]}  {PROSE[2]}"  # two spans cut
+    assert Decisions.load(str(directory), prose).spans(1).shape == (2, 2)
+    assert (prose, 5) not in got and got[prose, 2] == PROSE[3]  # 5: blank once cut
+    assert [got.get((train, i + 1)) for i in range(120)] == [made.redacted(i) for i in range(120)]
+    decisions = Decisions.load(str(directory), train)
+    assert sum(decisions.reason(i + 1) == REDACTED for i in range(122)) == 31

@@ -4,10 +4,13 @@ generated file."""
 
 import collections
 
+import numpy as np
+import pytest
+
+from common.errors import DataError
 from datagen.pile_files import pile_doc, write_jsonl
 from pipeline.config import ReadConfig
-from pipeline.quality import decision_files
-from pipeline.quality import mixture
+from pipeline.quality import decision_files, mixture
 from pipeline.quality.selection import Selection
 from pipeline.read.inputs import expand_inputs
 from pipeline.read.stage import Chunk, ReadStats, read_file
@@ -69,3 +72,34 @@ def test_no_weights_no_repeats(tmp_path):
     _, chunks, stats = _read(tmp_path, Selection(decisions=str(tmp_path)))
     assert all(c.repeats == () for c in chunks)
     assert stats.documents == 11 and stats.filtered == {"duplicate": 1}
+
+
+def test_redacted_documents_lose_their_spans(tmp_path):
+    text = "The ferry left at dawn. Quoted exam text here, sir! The gulls followed it out."
+    write_jsonl(tmp_path / "in.jsonl", [pile_doc("Nothing to cut in this one.", "A"),
+                                        pile_doc(text, "B"),
+                                        pile_doc("Café, naïve — über.", "A")])
+    # Line 2: two spans (code points, not bytes); line 3: the cut of "naïve — " (one span).
+    decision_files.write_decisions(
+        [decision_files.redaction(2, np.array([[24, 35], [36, 51]])),
+         decision_files.redaction(3, np.array([[6, 14]]))], directory=str(tmp_path), file_index=0)
+    (file,) = expand_inputs(str(tmp_path / "in.jsonl"))
+    items = list(select(read_file(file, config=ReadConfig()),
+                        selection=Selection(decisions=str(tmp_path))))
+    documents = [d for i in items if isinstance(i, Chunk) for d in i.documents]
+    assert [d.text for d in documents] == ["Nothing to cut in this one.",
+                                           "The ferry left at dawn.   The gulls followed it out.",
+                                           "Café, über."]
+    assert [d.text_bytes for d in documents] == [len(d.text.encode()) for d in documents]
+    (stats,) = [i for i in items if isinstance(i, ReadStats)]
+    assert stats.documents == 3 and not stats.filtered  # redacted documents are kept
+
+
+def test_spans_past_a_documents_end_are_refused(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", [pile_doc("Short text.", "A")])
+    decision_files.write_decisions([decision_files.redaction(1, np.array([[6, 40]]))],
+                                   directory=str(tmp_path), file_index=0)
+    (file,) = expand_inputs(str(tmp_path / "in.jsonl"))
+    with pytest.raises(DataError, match="line 1: the quality pre-pass cut characters up to 40"):
+        list(select(read_file(file, config=ReadConfig()),
+                    selection=Selection(decisions=str(tmp_path))))
