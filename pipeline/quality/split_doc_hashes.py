@@ -91,18 +91,22 @@ def written_hashes(chunk):
 
 
 class WriteDocHashes(beam.PTransform):
-    """PCollection[Chunk] -> PCollection[DocHashFile] (all 16, empty ones included)."""
+    """PCollection[Chunk] -> PCollection[DocHashFile] (all 16, empty ones included).
+    ``reused``: a PCollection of more (file number, digest) pairs, those of the chunks a dead
+    run committed (``pipeline.write.committed_parts``)."""
 
-    def __init__(self, *, directory: str):
+    def __init__(self, *, directory: str, reused=None):
         super().__init__()
         self._directory = directory
+        self._reused = reused
 
     def expand(self, chunks):
         directory = self._directory
         every = (chunks.pipeline | "EveryFile" >> beam.Create(range(doc_hash.PREFIXES))
                  | "NoHash" >> beam.Map(lambda index: (index, None)))
         return (
-            (chunks | "HashWritten" >> beam.FlatMap(written_hashes), every)
+            (chunks | "HashWritten" >> beam.FlatMap(written_hashes), every,
+             *([self._reused] if self._reused is not None else []))
             | "AllHashes" >> beam.Flatten()
             | "GroupByFile" >> beam.GroupByKey()
             | "WriteHashFiles" >> beam.MapTuple(
