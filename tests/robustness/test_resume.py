@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from common import storage
 from datagen.pile_files import write_jsonl_zst
 from pipeline.quality import committed_prepass
 from pipeline.quality.decision_files import QUALITY_DIR
@@ -146,9 +147,15 @@ def _killed_when(args, out: pathlib.Path, log: pathlib.Path, committed) -> None:
     assert not (out / "manifest.json").exists(), "the kill landed after the commit"
 
 
+def _part_records(out: pathlib.Path) -> list[pathlib.Path]:
+    """The committed parts' records (not one being written: ``.inprogress-…``)."""
+    return sorted(p for p in (out / COMMITTED_DIR).glob("*.part")
+                  if not p.name.startswith(storage.TMP_MARKER))
+
+
 def _parts_committed(count: int):
     def committed(out: pathlib.Path) -> bool:
-        return len(list((out / COMMITTED_DIR).glob("*.part"))) >= count
+        return len(_part_records(out)) >= count
     return committed
 
 
@@ -161,7 +168,7 @@ def test_rerun_after_sigkill_reuses_the_committed_chunks_and_is_identical(
     out = tmp_path / "train"
     args = _parts_args(big_corpus, model, out)
     _killed_when(args, out, tmp_path / "killed.log", _parts_committed(3))
-    committed = len(list((out / COMMITTED_DIR).glob("*.part")))
+    committed = len(_part_records(out))
     rerun = python_module("pipeline.run", *args)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     resume = load(out)["resume"]
@@ -200,7 +207,7 @@ def test_a_chunk_missing_one_record_is_recomputed(big_corpus, model, parts_refer
     out = tmp_path / "train"
     args = _parts_args(big_corpus, model, out)
     _killed_when(args, out, tmp_path / "killed.log", _parts_committed(3))
-    parts = sorted((out / COMMITTED_DIR).glob("*.part"))
+    parts = _part_records(out)
     parts[0].unlink()  # its part file may be whole: without its record it is not committed
     (out / COMMITTED_DIR / parts[1].name.replace("-e0000.part", ".encode")).unlink()
     rerun = python_module("pipeline.run", *args)
