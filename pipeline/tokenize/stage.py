@@ -180,6 +180,8 @@ class _TokenizeFn(beam.DoFn):
 
     def _results(self, chunk: Chunk, ids, stats):
         beam.metrics.Metrics.counter("tokenize", "documents").inc(len(ids))
+        if self._committed is not None:  # before the chunk goes on to its part (fused)
+            self._committed.commit_encode(chunk.file_index, chunk.chunk_index, stats=stats)
         yield TokenizedChunk(
             file_index=chunk.file_index,
             chunk_index=chunk.chunk_index,
@@ -191,8 +193,6 @@ class _TokenizeFn(beam.DoFn):
             input_offset=chunk.input_offset,
             input_start=chunk.input_start,
         )
-        if self._committed is not None:
-            self._committed.commit_encode(chunk.file_index, chunk.chunk_index, stats=stats)
         yield beam.pvalue.TaggedOutput(ENCODER_STATS, stats)
 
 
