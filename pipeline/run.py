@@ -283,6 +283,8 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
         # The DirectRunner's worker processes write to this terminal (pipeline/__init__.py).
         os.environ[cli.LOCAL_WORKER_ENV] = "1"
     sample = {} if args.input or args.dry_run else {"split": args.split or SPLITS[0]}
+    if args.overwrite:  # replacing the output starts clean, as --no-resume does
+        args.resume = False
     return from_args(PipelineConfig, args, **sample), beam_args
 
 

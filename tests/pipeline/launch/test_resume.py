@@ -55,3 +55,13 @@ def test_the_summary_says_what_was_reused():
     nothing = {"resume": {"parts_reused": 0, "parts_total": 9, "prepass_reused": False,
                           "tokenizer_reused": False}}
     assert reuse_line(nothing) == "" and reuse_line({}) == ""
+
+
+def test_overwrite_starts_clean_as_no_resume_does():
+    from pipeline import run
+
+    def resume(*flags) -> bool:
+        return run.parse(["--input=in.jsonl.zst", "--output=out", *flags])[0].resume
+
+    assert resume() is True
+    assert resume("--no-resume") is False and resume("--overwrite") is False
