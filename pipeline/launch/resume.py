@@ -62,5 +62,5 @@ def reuse_line(doc: dict) -> str:
         return ""
     return (f"resume: reused {resume['parts_reused']} of {resume['parts_total']} chunk(s) a "
             "dead run committed; quality pre-pass "
-            f"{'reused' if resume['prepass_reused'] else 'run'}; tokenizer "
+            f"{'reused' if resume['prepass_reused'] else 'not reused'}; tokenizer "
             f"{'reused' if resume['tokenizer_reused'] else 'not reused'}")
