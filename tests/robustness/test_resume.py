@@ -163,10 +163,17 @@ def _parts_args(corpus, model, out) -> list:
     return ["--input", corpus, *PART_ARGS, "--tokenizer_model", model, "--output", out]
 
 
+# In-process, and with two worker processes (the chunks fanned out, parsed and written by
+# either worker): the records live with the parts, whichever worker wrote them.
+MODES = {"in-process": [],
+         "multi-processing": ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]}
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_rerun_after_sigkill_reuses_the_committed_chunks_and_is_identical(
-        big_corpus, model, parts_reference, tmp_path):
+        big_corpus, model, parts_reference, tmp_path, mode):
     out = tmp_path / "train"
-    args = _parts_args(big_corpus, model, out)
+    args = [*_parts_args(big_corpus, model, out), *MODES[mode]]
     _killed_when(args, out, tmp_path / "killed.log", _parts_committed(3))
     # Chunks with every record committed (one part each: no mixture here).
     committed = sum(1 for part in _part_records(out)
