@@ -2,7 +2,7 @@
 fingerprint (all or nothing), and its records come back out to the outputs they came from."""
 
 import apache_beam as beam
-from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.read.parse import Document
@@ -86,7 +86,7 @@ def test_replay_sends_each_record_to_the_output_it_came_from():
     unit = ReusedChunk(0, 2, digests=((3, b"d" * 16),), encoded="encode-stats",
                        outputs=((MAIN, "part-0"), ("chunk_stats", "stats-0"),
                                 ("megatron", "megatron-part-0")))
-    with TestPipeline() as p:
+    with BeamTestPipeline() as p:
         out = p | beam.Create([unit]) | ReplayCommitted(format_names=("megatron",))
         assert_that(out[PARTS], equal_to(["part-0"]), label="Parts")
         assert_that(out[DIGESTS], equal_to([(3, b"d" * 16)]), label="Digests")
