@@ -29,17 +29,21 @@ log = logging.getLogger("pilepack")
 # Long because: it wires every stage of a run in the order they run, one labelled call each.
 def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool,
                    whole_machine: bool = False,
-                   run_id: str, quality=None) -> None:
+                   run_id: str, quality=None, committed=None, resumed=None) -> None:
     """Read -> [FanOut] -> Parse -> Tokenize -> Pack -> WriteParts -> WriteShards, the other
     ``--formats`` (``pipeline.write.formats.registry``), dead letters, document hashes, and last
     the manifest from everyone's statistics. ``quality``: the data-quality options'
-    ``pipeline.quality.prepare.QualityRun`` (None: none given)."""
+    ``pipeline.quality.prepare.QualityRun`` (None: none given). ``committed``: the run's
+    ``pipeline.write.committed_parts.CommittedParts`` (None: nothing recorded for a rerun);
+    the chunks a dead run committed join each stage's output after it (``Reuse``);
+    ``resumed``: the launcher's part of the manifest's ``resume``."""
     import apache_beam as beam
 
     from pipeline.dataset.manifest import CommitManifest
     from pipeline.quality.split_doc_hashes import WriteDocHashes
     from pipeline.read.stage import ReadDocuments
     from pipeline.tokenize.stage import Tokenize
+    from pipeline.write.committed_parts import DIGESTS, PARTS, STATS, ReplayCommitted
     from pipeline.write.dead_letters import WriteDeadLetters
     from pipeline.write.formats.base import DOCUMENTS, RECORDS, WriteContext
     from pipeline.write.formats.registry import extra_formats
@@ -61,23 +65,27 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     files = p | "ListInputs" >> beam.Create(inputs)
     read = files | "Read" >> ReadDocuments(
         config=config.read, paths=tuple(f.path for f in inputs), fanout=fanout,
-        selection=quality.selection if quality else None)
+        selection=quality.selection if quality else None, committed=committed)
     chunks = read["chunks"]
-    hashes = chunks | "DocHashes" >> WriteDocHashes(directory=config.output, fence=fence)
+    reused = read["reused"] | "Reuse" >> ReplayCommitted(
+        format_names=tuple(fmt.name for fmt in from_documents))
+    hashes = chunks | "DocHashes" >> WriteDocHashes(directory=config.output,
+                                                    fence=fence, reused=reused[DIGESTS])
     tokenized = chunks | "Tokenize" >> Tokenize(
         model_path=tokenizer.path, threads=config.encoder_threads,
         processes=config.encode_processes, pool_if_auto=whole_machine, encoder=config.encoder,
         on_mismatch=config.on_encoder_mismatch, check_every=config.encoder_check_every,
-        file_paths=tuple(f.path for f in inputs))
+        file_paths=tuple(f.path for f in inputs), committed=committed)
     parts = (
         tokenized.chunks
         | "Pack" >> Pack(spec=spec.record, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                          last_record=config.last_record, formats=from_documents)
         | "WriteParts" >> WriteParts(directory=config.output, spec=spec.record,
                                      pad_id=tokenizer.pad_id, formats=from_documents,
-                                     fence=fence)
+                                     fence=fence, committed=committed)
     )
-    shards = parts.parts | "WriteShards" >> WriteShards(
+    all_parts = (parts.parts, reused[PARTS]) | "AllParts" >> beam.Flatten()
+    shards = all_parts | "WriteShards" >> WriteShards(
         directory=config.output, split=config.split, shard_bytes=config.shard_bytes,
         spec=spec.record,
         **({"shuffle_seed": quality.plan.seed, "shuffle": quality.plan.shuffle_spec}
@@ -87,11 +95,14 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
         directory=config.output, split=config.split, fence=fence)
     (
         (shards, parts.chunk_stats, read["read_stats"], dead, tokenized.encoder_stats, hashes,
-         *(fmt.assemble(parts[fmt.name]) for fmt in from_documents))
+         reused[STATS],
+         *(fmt.assemble((parts[fmt.name], reused[fmt.name])
+                        | f"All{fmt.name.capitalize()}Parts" >> beam.Flatten())
+           for fmt in from_documents))
         | "AllStatistics" >> beam.Flatten()
         | "Manifest" >> CommitManifest(config=config, spec=spec, run_id=run_id,
                                        tokenizer=tokenizer.manifest_entry(), inputs=inputs,
-                                       quality=quality)
+                                       quality=quality, resumed=resumed)
     )
 
 
@@ -102,7 +113,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline.launch import claim, output_dir
+    from pipeline.launch import claim, output_dir, resume
     from pipeline.launch.beam_options import fanout_enabled, runner_name, runs_in_one_process
     from pipeline.quality import prepare as prepare_quality
     from pipeline.quality.plan import plan_quality
@@ -126,18 +137,23 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     fence = Fence(output=config.output, run_id=held.run_id)  # every file each job commits
     try:
         output_dir.prepare(config.output, overwrite=config.overwrite, split=config.split,
-                           run_id=held.run_id)
+                           run_id=held.run_id, resume=config.resume)
         tokenizer = prepare_tokenizer(config=config, inputs=inputs, beam_args=beam_args,
                                       run_job=run_job, fence=fence)
+        fingerprint = resume.run_fingerprint(config=config, inputs=inputs, plan=plan,
+                                             tokenizer_sha256=tokenizer.sha256)
         quality = prepare_quality.prepare(config, plan=plan, inputs=inputs,
                                           model_path=tokenizer.path, beam_args=beam_args,
                                           fanout=fanout_enabled(config.fanout, beam_args),
-                                          run_job=run_job, fence=fence)
+                                          run_job=run_job, fence=fence,
+                                          fingerprint=fingerprint)
         p = beam.Pipeline(options=PipelineOptions(beam_args))
         build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
                        fanout=fanout_enabled(config.fanout, beam_args), run_id=held.run_id,
                        whole_machine=runs_in_one_process(beam_args),
-                       quality=quality)
+                       quality=quality, **_resume_args(config, fingerprint=fingerprint,
+                                                       tokenizer=tokenizer, quality=quality,
+                                                       fence=fence))
         with Watcher(output=config.output, split=config.split,
                      total_input_bytes=sum(f.bytes for f in inputs)):
             result = run_job(p)
@@ -154,6 +170,18 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
                   seconds=time.time() - started, input_bytes=sum(f.bytes for f in inputs),
                   workers=worker_pids(result))
     return dataset.doc
+
+
+def _resume_args(config: PipelineConfig, *, fingerprint: str, tokenizer, quality,
+                 fence) -> dict:
+    """``build_pipeline``'s ``committed`` and ``resumed``: every run commits its chunks for a
+    rerun under ``fingerprint`` (behind ``fence``); one with ``--resume`` reuses them."""
+    from pipeline.write.committed_parts import CommittedParts
+
+    return {"committed": CommittedParts(directory=config.output, fingerprint=fingerprint,
+                                        reuse=config.resume, fence=fence),
+            "resumed": {"prepass_reused": bool(quality and quality.prepass_reused),
+                        "tokenizer_reused": tokenizer.reused}}
 
 
 # How a Beam runner reports a worker process that died under it (killed, out of memory):
@@ -210,7 +238,11 @@ def print_summary(doc: dict, *, manifest_path: str, seconds: float, input_bytes:
         detail = ", ".join(f"{reason} {n:,}" for reason, n in by_reason.items())
         return f"{sum(by_reason.values()):,}" + (f" ({detail})" if detail else "")
 
+    from pipeline.launch.resume import reuse_line
+
     print(f"[{doc['split']}] manifest: {manifest_path}")
+    if reuse_line(doc):
+        print(f"[{doc['split']}] {reuse_line(doc)}")
     print(f"[{doc['split']}] documents read {acct['read']:,}: written {acct['written']:,}, "
           f"filtered {counts(acct['filtered'])}, rejected {counts(acct['rejected'])}")
     if doc["dead_letters"]:
@@ -260,6 +292,8 @@ def parse(argv: list[str]) -> tuple[PipelineConfig, list[str]]:
         # The DirectRunner's worker processes write to this terminal (pipeline/__init__.py).
         os.environ[cli.LOCAL_WORKER_ENV] = "1"
     sample = {} if args.input or args.dry_run else {"split": args.split or SPLITS[0]}
+    if args.overwrite:  # replacing the output starts clean, as --no-resume does
+        args.resume = False
     return from_args(PipelineConfig, args, **sample), beam_args
 
 

@@ -27,6 +27,7 @@ class ModelInfo:
     bos_id: int
     lossless: bool
     trained: dict | None = None
+    reused: bool = False  # trained by an earlier run whose model a rerun took over
 
     def manifest_entry(self) -> dict:
         return {

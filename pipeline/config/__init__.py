@@ -245,8 +245,8 @@ class PipelineConfig:
                     "first)")
     resume: bool = flag(
         True, help="reuse what a killed or failed run at --output committed for the same "
-                   "inputs and options (today: its trained tokenizer); --no-resume starts "
-                   "clean")
+                   "inputs and options: its trained tokenizer, quality pre-pass and written "
+                   "chunks (docs/distributed.md); --no-resume (or --overwrite) starts clean")
     cancel_on_interrupt: bool = flag(
         True, help="when the launcher is interrupted (Ctrl-C, SIGTERM), cancel the job it "
                    "submitted (Dataflow, Flink, Spark, a job service) before exiting; "

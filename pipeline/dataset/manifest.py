@@ -171,9 +171,11 @@ def encoder_record(summary: Summary) -> dict:
 
 def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpec,
                    tokenizer: dict, inputs: list, created: str | None = None,
-                   run_id: str = "", quality=None) -> dict:
+                   run_id: str = "", quality=None, resumed: dict | None = None) -> dict:
     """``quality``: the run's ``pipeline.quality.prepare.QualityRun`` (None: no data-quality
-    option); its sections come from ``pipeline.dataset.quality_sections``."""
+    option); its sections come from ``pipeline.dataset.quality_sections``. ``resumed``: the
+    launcher's part of ``resume`` (``prepass_reused``, ``tokenizer_reused``; None: no
+    ``resume``), to which the chunks reused and in all are added."""
     shards = sorted(summary.shards, key=lambda s: s.path)
     pack = summary.pack
     all_subsets = summed(summary.subsets.values())
@@ -216,6 +218,9 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         ],
         "accounting": accounting(summary),
         "dead_letters": [d.to_json() for d in sorted(summary.dead_letters, key=lambda d: d.path)],
+        **({"resume": {"parts_reused": summary.resume.reused,
+                       "parts_total": summary.resume.reused + summary.resume.computed,
+                       **resumed}} if resumed is not None else {}),
         **quality_sections(quality, files=summary.files, before=summary.before,
                            after=summary.subsets, hash_files=summary.doc_hashes),
         "formats": list(config.formats),
@@ -227,8 +232,10 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
 
 
 class _CommitManifestFn(beam.DoFn):
-    def __init__(self, *, config, spec, tokenizer, inputs, run_id="", quality=None):
+    def __init__(self, *, config, spec, tokenizer, inputs, run_id="", quality=None,
+                 resumed=None):
         self._run_id = run_id
+        self._resumed = resumed
         self._quality = quality
         self._config = config
         self._spec = spec
@@ -240,7 +247,8 @@ class _CommitManifestFn(beam.DoFn):
         check_documents_accounted(summary, inputs=self._inputs, formats=self._config.formats)
         doc = build_manifest(summary, config=self._config, spec=self._spec,
                              tokenizer=self._tokenizer, inputs=self._inputs,
-                             run_id=self._run_id, quality=self._quality)
+                             run_id=self._run_id, quality=self._quality,
+                             resumed=self._resumed)
         counts = doc["accounting"]
         bad = sum(counts["rejected"].values())
         if counts["read"] and bad / counts["read"] > self._config.read.max_bad_fraction:
@@ -272,10 +280,11 @@ class CommitManifest(beam.PTransform):
     """Flattened statistics -> the path of the written manifest (one element)."""
 
     def __init__(self, *, config: PipelineConfig, spec: DatasetSpec, tokenizer: dict,
-                 inputs: list, run_id: str = "", quality=None):
+                 inputs: list, run_id: str = "", quality=None, resumed: dict | None = None):
         super().__init__()
         self._fn = _CommitManifestFn(config=config, spec=spec, tokenizer=tokenizer,
-                                     inputs=inputs, run_id=run_id, quality=quality)
+                                     inputs=inputs, run_id=run_id, quality=quality,
+                                     resumed=resumed)
 
     def expand(self, stats):
         return (

@@ -16,6 +16,7 @@ from pipeline.quality.mixture import BeforeMixture
 from pipeline.quality.split_doc_hashes import DocHashFile
 from pipeline.read.stage import ReadStats
 from pipeline.tokenize.subset_stats import merge_into
+from pipeline.write.committed_parts import ResumeCount
 from pipeline.write.dead_letters import DeadLetterFile
 from pipeline.write.formats.base import FormatFile
 from pipeline.write.parts import ChunkStats, PartDocuments
@@ -146,6 +147,7 @@ class Summary:
     parts: PartsByFile = dataclasses.field(default_factory=PartsByFile)  # by file index
     # The other formats' files: format name -> its FormatFiles (pipeline.write.formats)
     format_files: ByFormat = dataclasses.field(default_factory=ByFormat)
+    resume: ResumeCount = dataclasses.field(default_factory=ResumeCount)  # chunks reused
 
     @property
     def pack(self):
@@ -174,4 +176,5 @@ _TOTALS = {
     ShardInfo: "shards", DeadLetterFile: "dead_letters", ReadStats: "files",
     ChunkStats: "chunks", EncodeStats: "encoder", DocHashFile: "doc_hashes",
     BeforeMixture: "before", PartDocuments: "parts", FormatFile: "format_files",
+    ResumeCount: "resume",
 }

@@ -12,8 +12,11 @@ record says so: ``.pilepack-run.json``, written here before a run writes anythin
 named like a split's but there before pilepack first wrote that split, which are never removed.
 A file named like one this run's split may write that no run wrote (a user's
 ``train-00000-of-00001.tfrecord``) makes the run refuse before it writes anything (it could be
-overwritten), unless ``--overwrite`` gives it up. ``.parts/``, ``.quality/`` and ``.inprogress-`` files (also in a format's folder)
-are pilepack's alone and always removed, one gone meanwhile being no error. Anything else (a
+overwritten), unless ``--overwrite`` gives it up. ``.parts/``, ``.quality/`` and ``.inprogress-``
+files (also in a format's folder) are pilepack's alone and removed, one gone meanwhile being no
+error; with ``--resume`` (the default) and no complete dataset, what a dead run committed in
+``.parts/`` and ``.quality/`` is kept for the run to reuse (``pipeline.write.committed_parts``,
+``pipeline.quality.committed_prepass``), only their ``.inprogress-`` files removed. Anything else (a
 user's ``data-00000-of-00010.tfrecord`` beside split ``train``, an input corpus, notes) is
 never touched.
 """
@@ -44,7 +47,7 @@ RUN_RECORD = ".pilepack-run.json"  # {"run_id", "splits", "files", "foreign"}
 _FOLDERS = "|".join([DEAD_LETTERS_DIR, DOC_HASHES_DIR,
                      *(cls.folder for cls in FORMATS.values() if cls.folder)])
 _SCRATCH = re.compile(
-    rf"^(?:{re.escape(PARTS_DIR)}/[^/]+|{re.escape(QUALITY_DIR)}/[^/]+"
+    rf"^(?:{re.escape(PARTS_DIR)}/.+|{re.escape(QUALITY_DIR)}/.+"
     rf"|(?:(?:{_FOLDERS})/)?"
     rf"{re.escape(storage.TMP_MARKER)}[^/]*)$")
 
@@ -62,9 +65,12 @@ def names_pattern(splits) -> re.Pattern:
         rf"|{DOC_HASHES_DIR}/[0-9a-f]\.bin)$")  # quality.split_doc_hashes
 
 
-def prepare(output: str, *, overwrite: bool, split: str, run_id: str = "") -> None:
+def prepare(output: str, *, overwrite: bool, split: str, run_id: str = "",
+            resume: bool = False) -> None:
     """Refuse a complete dataset without ``overwrite``; remove what earlier runs provably
-    wrote; record that this run (``run_id``, ``split``) writes here."""
+    wrote; record that this run (``run_id``, ``split``) writes here. ``resume``: keep what a
+    dead run committed under ``.parts/`` and ``.quality/`` for this run to reuse (only their
+    temporary files go), unless a complete dataset is replaced."""
     fs, root = storage.filesystem(output)
     root = root.rstrip("/")
     manifest = f"{root}/{MANIFEST_NAME}"
@@ -89,15 +95,24 @@ def prepare(output: str, *, overwrite: bool, split: str, run_id: str = "") -> No
     with storage.atomic_open(storage.join(output, RUN_RECORD)) as handle:
         handle.write(json.dumps({"run_id": run_id, "splits": sorted(splits | {split}),
                                  "files": sorted(files), "foreign": sorted(foreign)}).encode())
+    keep = resume and not fs.exists(manifest)  # a complete dataset's run left nothing
     if fs.exists(manifest):
         fs.rm(manifest)
     ours = names_pattern(splits)
     stale = [f"{root}/{name}" for name in sorted(present)
-             if (_SCRATCH.match(name) or name in files or ours.match(name))
+             if (_scratch(name, keep_committed=keep) or name in files or ours.match(name))
              and name not in foreign]
     if stale:
         log.info("removing %d leftover file(s) of an earlier run in %s", len(stale), output)
         _remove(fs, stale)
+
+
+def _scratch(name: str, *, keep_committed: bool) -> bool:
+    """Whether ``name`` is pilepack's scratch, to remove (``keep_committed``: but a dead run's
+    committed parts and pre-pass outputs, for this run to reuse)."""
+    if keep_committed and name.startswith((f"{PARTS_DIR}/", f"{QUALITY_DIR}/")):
+        return name.rsplit("/", 1)[-1].startswith(storage.TMP_MARKER)
+    return bool(_SCRATCH.match(name))
 
 
 def _refuse_foreign(output: str, *, split: str, names: list[str]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from common import storage
 from pipeline.config import PipelineConfig
-from pipeline.quality import decision_files, mixture
+from pipeline.quality import committed_prepass, decision_files, mixture
 from pipeline.quality.decontaminate import read_report
 from pipeline.quality.plan import QualityPlan
 from pipeline.quality.selection import Selection
@@ -38,18 +38,20 @@ class QualityRun:
     weights: dict = dataclasses.field(default_factory=dict)  # applied: the plan's or budgets'
     prepass_subsets: dict = dataclasses.field(default_factory=dict)  # kept: documents, tokens
     prepass_seconds: float = 0.0
+    prepass_reused: bool = False  # a dead run's committed outputs (committed_prepass)
 
 
 def run_prepass(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: str | None,
                 beam_args: list[str], fanout: bool,
                 run_job: Callable[[object], object] | None = None,
-                fence: Fence = NO_FENCE) -> dict:
+                fence: Fence = NO_FENCE, fingerprint: str = "") -> dict:
     """Run the pre-pass pipeline ``plan`` asks for; return its ``totals.json``. ``model_path``:
     the tokenizer, to count tokens with (only when the plan counts them); ``fanout``: as the
     main pipeline's (``pipeline.launch.beam_options.fanout_enabled``). ``run_job`` runs the
     pipeline to its end (the launcher's binds its job to the output's claim); None:
     ``p.run().wait_until_finish()``. ``fence``: checked before each file the job commits
-    (``schemas.claim.Fence``)."""
+    (``schemas.claim.Fence``). Its outputs are committed for a rerun as ``fingerprint``'s
+    (``pipeline.quality.committed_prepass``; "": not committed)."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -68,24 +70,34 @@ def run_prepass(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path
         p.run().wait_until_finish()
     else:
         run_job(p)
-    return decision_files.read_totals(directory)
+    totals = decision_files.read_totals(directory)
+    committed_prepass.commit(directory, fingerprint=fingerprint, fence=fence)
+    return totals
 
 
 def prepare(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: str | None,
             beam_args: list[str], fanout: bool,
             run_job: Callable[[object], object] | None = None,
-            fence: Fence = NO_FENCE) -> QualityRun | None:
-    """Run the pre-pass if the plan has one (``fanout``, ``run_job``, ``fence``: see
-    ``run_prepass``); None when no data-quality option is given."""
+            fence: Fence = NO_FENCE, fingerprint: str = "") -> QualityRun | None:
+    """Run the pre-pass if the plan has one (``fanout``, ``run_job``, ``fence``,
+    ``fingerprint``: see ``run_prepass``), unless a dead run committed its outputs for the same
+    ``fingerprint`` (with ``config.resume``); None when no data-quality option is given."""
     if not plan.active:
         return None
     run = QualityRun(plan=plan, weights=plan.weights)
     decisions = None
     if plan.prepass_runs:
         started = time.time()
-        totals = run_prepass(config, plan=plan, inputs=inputs, model_path=model_path,
-                             beam_args=beam_args, fanout=fanout, run_job=run_job,
-                             fence=fence)
+        directory = storage.join(config.output, decision_files.QUALITY_DIR)
+        reused = config.resume and committed_prepass.committed(directory,
+                                                               fingerprint=fingerprint)
+        if reused:
+            log.info("resume: reusing the quality pre-pass outputs a dead run committed")
+            totals = decision_files.read_totals(directory)
+        else:
+            totals = run_prepass(config, plan=plan, inputs=inputs, model_path=model_path,
+                                 beam_args=beam_args, fanout=fanout, run_job=run_job,
+                                 fence=fence, fingerprint=fingerprint)
         seconds = time.time() - started
         log.info("quality pre-pass: %.1f s, %d excluded hashes", seconds,
                  totals["excluded_hashes"])
@@ -100,7 +112,8 @@ def prepare(config: PipelineConfig, *, plan: QualityPlan, inputs, model_path: st
                                   near_dup=totals.get("near_dup", {}),
                                   decontamination=read_report(decisions)
                                   if plan.decontaminate is not None else {},
-                                  prepass_seconds=round(seconds, 3), weights=weights)
+                                  prepass_seconds=round(seconds, 3), weights=weights,
+                                  prepass_reused=reused)
     selection = None
     if decisions or run.weights:
         selection = Selection(decisions=decisions, weights=run.weights, seed=plan.seed)

@@ -94,19 +94,23 @@ def written_hashes(chunk):
 
 
 class WriteDocHashes(beam.PTransform):
-    """PCollection[Chunk] -> PCollection[DocHashFile] (all 16, empty ones included)."""
+    """PCollection[Chunk] -> PCollection[DocHashFile] (all 16, empty ones included).
+    ``reused``: a PCollection of more (file number, digest) pairs, those of the chunks a dead
+    run committed (``pipeline.write.committed_parts``)."""
 
-    def __init__(self, *, directory: str, fence: Fence = NO_FENCE):
+    def __init__(self, *, directory: str, fence: Fence = NO_FENCE, reused=None):
         super().__init__()
         self._directory = directory
         self._fence = fence
+        self._reused = reused
 
     def expand(self, chunks):
         directory, fence = self._directory, self._fence
         every = (chunks.pipeline | "EveryFile" >> beam.Create(range(doc_hash.PREFIXES))
                  | "NoHash" >> beam.Map(lambda index: (index, None)))
         return (
-            (chunks | "HashWritten" >> beam.FlatMap(written_hashes), every)
+            (chunks | "HashWritten" >> beam.FlatMap(written_hashes), every,
+             *([self._reused] if self._reused is not None else []))
             | "AllHashes" >> beam.Flatten()
             | "GroupByFile" >> beam.GroupByKey()
             | "WriteHashFiles" >> beam.MapTuple(

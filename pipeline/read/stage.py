@@ -25,6 +25,7 @@ from pipeline.config import ReadConfig
 from pipeline.read import decode, parse
 from pipeline.read.chunk_coder import register
 from pipeline.read.inputs import InputFile, check_unchanged
+from pipeline.read.replay import REUSED, committed_parse, replayed
 
 DEAD_LETTERS = "dead_letters"
 READ_STATS = "read_stats"
@@ -261,9 +262,10 @@ class _ReadLinesFn(beam.DoFn):
     """InputFile -> RawChunks (compressed in threads with ``compress``), its DeadLetters and
     its ReadStats."""
 
-    def __init__(self, config: ReadConfig, compress: bool = False):
+    def __init__(self, config: ReadConfig, compress: bool = False, committed=None):
         self._config = config
         self._compress = compress
+        self._committed = committed  # pipeline.write.committed_parts.CommittedParts, or None
         self._pool = None
 
     def setup(self):
@@ -276,21 +278,39 @@ class _ReadLinesFn(beam.DoFn):
             self._pool = concurrent.futures.ThreadPoolExecutor(self._threads)
 
     def process(self, file: InputFile):
+        committed = self._committed
+        whole = committed.reused_file(file.index) if committed is not None else None
+        if whole is not None:  # a dead run committed all of it: nothing to read
+            outputs, units = whole
+            yield from replayed(outputs, units)
+            return
         pending = collections.deque()
+        stream, chunks = [], 0  # the file's own outputs (not its chunks'), and its chunks
         for item in read_lines(file, config=self._config):
             if isinstance(item, RawChunk):
+                chunks += 1
+                unit = committed.reused_chunk(file.index, item.chunk_index) if committed else None
+                if unit is not None:
+                    yield from replayed((), [unit])
+                    continue
+                if committed is not None:
+                    yield beam.pvalue.TaggedOutput(READ_STATS, committed.computed())
                 if self._pool is None:
                     yield item
                     continue
                 pending.append(self._pool.submit(item.compressed_copy))
                 while len(pending) > self._threads + 1:  # bounded memory
                     yield pending.popleft().result()
-            elif isinstance(item, DeadLetter):
-                yield _dead_letter_or_fail(item, self._config)
             else:
-                yield beam.pvalue.TaggedOutput(READ_STATS, item)
+                output = (_dead_letter_or_fail(item, self._config)
+                          if isinstance(item, DeadLetter)
+                          else beam.pvalue.TaggedOutput(READ_STATS, item))
+                stream.append((output.tag, output.value))
+                yield output
         while pending:
             yield pending.popleft().result()
+        if committed is not None:
+            committed.commit_file(file.index, outputs={"outputs": stream, "chunks": chunks})
 
     def teardown(self):
         if self._pool is not None:
@@ -300,15 +320,23 @@ class _ReadLinesFn(beam.DoFn):
 class _ParseChunkFn(beam.DoFn):
     """RawChunk -> Chunk, DeadLetters and the chunk's ReadStats, on whichever worker has it."""
 
-    def __init__(self, config: ReadConfig, paths: tuple[str, ...], selection=None):
+    def __init__(self, config: ReadConfig, paths: tuple[str, ...], selection=None,
+                 committed=None):
         self._config = config
         self._paths = paths
         self._selection = selection  # pipeline.quality.selection.Selection: drops and copies
+        self._committed = committed  # pipeline.write.committed_parts.CommittedParts, or None
 
     def setup(self):
         self._decisions = {}  # file index -> its pre-pass decisions, loaded once per worker
 
     def process(self, raw: RawChunk):
+        if self._committed is None:
+            yield from self._parse(raw)
+            return
+        yield from committed_parse(self._committed, raw, list(self._parse(raw)))
+
+    def _parse(self, raw: RawChunk):
         path = self._paths[raw.file_index]
         stats = ReadStats(file_index=raw.file_index, path=path)
         for item in parse_chunk(raw, path=path, config=self._config, stats=stats):
@@ -328,37 +356,42 @@ class _ParseChunkFn(beam.DoFn):
 
 class ReadDocuments(beam.PTransform):
     """PCollection[InputFile] -> {"chunks": Chunk, "dead_letters": DeadLetter,
-    "read_stats": ReadStats} (a file's ReadStats may come in several parts: merge them by
-    ``file_index``).
+    "read_stats": ReadStats, "reused": ReusedChunk} (a file's ReadStats may come in several
+    parts: merge them by ``file_index``).
 
     Reading a file is serial (one compressed stream); only splitting it into lines happens
     there. With ``fanout`` the RawChunks are redistributed (a Reshuffle) before the costly
     part -- parsing, selecting, then tokenizing downstream -- so any worker may take any
     chunk, in any order and bundle. ``selection`` (``pipeline.quality.selection.Selection``): the
-    quality pre-pass's drops and the mixture's repeat counts, applied to each chunk."""
+    quality pre-pass's drops and the mixture's repeat counts, applied to each chunk.
+    ``committed`` (``CommittedParts``): what a dead run committed is not read again
+    (``pipeline.read.replay``)."""
 
     def __init__(self, *, config: ReadConfig, paths: tuple[str, ...], fanout: bool = False,
-                 selection=None):
+                 selection=None, committed=None):
         super().__init__()
         self._config = config
         self._paths = tuple(paths)
         self._fanout = fanout
         self._selection = selection
+        self._committed = committed
 
     def expand(self, files):
         # Compressed only when chunks move between workers: fused, it would be wasted work.
-        fn = _ReadLinesFn(self._config, compress=self._fanout)
+        fn = _ReadLinesFn(self._config, compress=self._fanout, committed=self._committed)
         read = files | "ReadLines" >> beam.ParDo(fn).with_output_types(RawChunk).with_outputs(
-            DEAD_LETTERS, READ_STATS, main="raw")
+            DEAD_LETTERS, READ_STATS, REUSED, main="raw")
         raw = read.raw
         if self._fanout:  # any worker may take any chunk, in any order and bundle
             raw = raw | "FanOut" >> beam.Reshuffle()
         parsed = raw | "Parse" >> beam.ParDo(
-            _ParseChunkFn(self._config, self._paths, self._selection)).with_output_types(
+            _ParseChunkFn(self._config, self._paths, self._selection,
+                          self._committed)).with_output_types(
             Chunk).with_outputs(
             DEAD_LETTERS, READ_STATS, main="chunks")
         return {
             "chunks": parsed.chunks,
+            REUSED: read[REUSED],
             "dead_letters": ((read[DEAD_LETTERS], parsed[DEAD_LETTERS])
                              | "AllDeadLetters" >> beam.Flatten()),
             "read_stats": (read[READ_STATS], parsed[READ_STATS]) | "AllStats" >> beam.Flatten(),

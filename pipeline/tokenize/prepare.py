@@ -8,6 +8,7 @@ SentencePiece in this process on the sample.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -112,7 +113,7 @@ def _trained(*, config, inputs, beam_args, run_job, fence: Fence) -> ModelInfo:
     record = committed_model.load(config.output, fingerprint=key) if config.resume else None
     if record is not None:
         log.info("resume: reusing the tokenizer an earlier run trained and committed (%s)", path)
-        return describe(path, trained=record)
+        return dataclasses.replace(describe(path, trained=record), reused=True)
     committed_model.forget(config.output)  # before the model is replaced
     record = train_on_input(inputs=inputs, input_desc=config.input, output=config.output,
                             read=config.read, training=config.training,

@@ -80,8 +80,9 @@ def subset_stats(chunk: Chunk, token_arrays, *, lossless_space_symbol: bool = Tr
 class _TokenizeFn(beam.DoFn):
     def __init__(self, *, model_path: str, threads: int, processes: int, pool_if_auto: bool,
                  encoder: str = "auto", on_mismatch: str = "fail", check_every: int = 64,
-                 file_paths: tuple[str, ...] = ()):
+                 file_paths: tuple[str, ...] = (), committed=None):
         self._model_path = model_path
+        self._committed = committed  # pipeline.write.committed_parts.CommittedParts, or None
         self._requested = {"requested_threads": threads, "requested_processes": processes,
                            "pool_if_auto": pool_if_auto}
         self._guard = {"encoder": encoder, "on_mismatch": on_mismatch,
@@ -179,6 +180,8 @@ class _TokenizeFn(beam.DoFn):
 
     def _results(self, chunk: Chunk, ids, stats):
         beam.metrics.Metrics.counter("tokenize", "documents").inc(len(ids))
+        if self._committed is not None:  # before the chunk goes on to its part (fused)
+            self._committed.commit_encode(chunk.file_index, chunk.chunk_index, stats=stats)
         yield TokenizedChunk(
             file_index=chunk.file_index,
             chunk_index=chunk.chunk_index,
@@ -200,17 +203,19 @@ class Tokenize(beam.PTransform):
     ``pool_if_auto`` (the worker has the machine to itself: the in-process DirectRunner): see
     ``pipeline.tokenize.encoding_plan``. ``encoder``, ``on_mismatch``, ``check_every``: see
     ``tokenizer.guard.ChunkEncoder``; ``file_paths`` (by file index) name documents in the
-    guard's errors and sample them.
+    guard's errors and sample them; ``committed``
+    (``pipeline.write.committed_parts.CommittedParts``): each chunk's EncodeStats is recorded
+    for a rerun.
     """
 
     def __init__(self, *, model_path: str, threads: int = 0, processes: int = 0,
                  pool_if_auto: bool = False, encoder: str = "auto", on_mismatch: str = "fail",
-                 check_every: int = 64, file_paths: tuple[str, ...] = ()):
+                 check_every: int = 64, file_paths: tuple[str, ...] = (), committed=None):
         super().__init__()
         self._fn = _TokenizeFn(model_path=model_path, threads=threads, processes=processes,
                                pool_if_auto=pool_if_auto, encoder=encoder,
                                on_mismatch=on_mismatch, check_every=check_every,
-                               file_paths=file_paths)
+                               file_paths=file_paths, committed=committed)
 
     def expand(self, chunks):
         return chunks | "Encode" >> beam.ParDo(self._fn).with_output_types(

@@ -18,6 +18,7 @@ from common import storage
 from pipeline.quality.mixture import BeforeMixture
 from pipeline.tokenize.subset_stats import SubsetStats, merge_into, summed
 from pipeline.write import progress
+from pipeline.write.committed_parts import CommittedParts, outputs_of, tagged
 from pipeline.write.pack import PackedChunk, PackStats
 from pipeline.write.shard_plan import PartInfo, part_path
 from schemas.claim import NO_FENCE, Fence
@@ -78,14 +79,24 @@ def write_part(chunk: PackedChunk, *, directory: str, spec: RecordSpec, pad_id: 
 
 class _WritePartFn(beam.DoFn):
     def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = (),
-                 fence: Fence = NO_FENCE):
+                 fence: Fence = NO_FENCE, committed: CommittedParts | None = None):
         self._directory = directory
         self._fence = fence
         self._spec = spec
         self._pad_id = pad_id
         self._formats = {fmt.name: fmt for fmt in formats}
+        self._committed = committed
 
     def process(self, chunk: PackedChunk):
+        if self._committed is None:
+            yield from self._write(chunk)
+            return
+        outputs = outputs_of(self._write(chunk))  # its files are written: commit, pass on
+        self._committed.commit_part(chunk.file_index, chunk.chunk_index, epoch=chunk.epoch,
+                                    outputs=outputs)
+        yield from tagged(outputs)
+
+    def _write(self, chunk: PackedChunk):
         info = write_part(chunk, directory=self._directory, spec=self._spec, pad_id=self._pad_id,
                           fence=self._fence)
         beam.metrics.Metrics.counter("write", "records").inc(info.records)
@@ -117,13 +128,14 @@ class WriteParts(beam.PTransform):
     """PCollection[PackedChunk] -> {main: PartInfo, chunk_stats: ChunkStats, PartDocuments
     and BeforeMixture, and for each of ``formats`` (those built from documents, as given to
     Pack) under its name: its parts' infos}. ``fence``: checked before each file is committed
-    (``schemas.claim.Fence``)."""
+    (``schemas.claim.Fence``). ``committed``: each part's outputs are recorded once its files
+    are written (``pipeline.write.committed_parts``)."""
 
     def __init__(self, *, directory: str, spec: RecordSpec, pad_id: int, formats: Sequence = (),
-                 fence: Fence = NO_FENCE):
+                 fence: Fence = NO_FENCE, committed: CommittedParts | None = None):
         super().__init__()
         self._fn = _WritePartFn(directory=directory, spec=spec, pad_id=pad_id, formats=formats,
-                                fence=fence)
+                                fence=fence, committed=committed)
         self._tags = tuple(fmt.name for fmt in formats)
 
     def expand(self, chunks):

@@ -31,7 +31,7 @@ DATAFLOW_FLAGS = [
 ]
 # pipeline.run's stages in the order the data flows through them (docs/distributed.md).
 CHAIN = ["ListInputs", "Read/ReadLines", "Read/FanOut", "Read/Parse", "Tokenize", "Pack",
-         "WriteParts", "WriteShards", "AllStatistics", "Manifest"]
+         "WriteParts", "AllParts", "WriteShards", "AllStatistics", "Manifest"]
 STEPS = {"WriteShards/PlanShards", "WriteShards/SpreadShards", "WriteShards/AssembleShards",
          "DeadLetters", "DocHashes", "Manifest/WriteManifest"}
 GROUP_BY_KEY = "beam:transform:group_by_key:v1"
@@ -66,6 +66,7 @@ def dataflow_job(tmp_path, tiny_input, tiny_model, *flags: str):
     from pipeline.launch.beam_options import fanout_enabled, runs_in_one_process
     from pipeline.read.inputs import expand_inputs
     from pipeline.tokenize.prepare import prepare_tokenizer
+    from pipeline.write.committed_parts import CommittedParts
 
     config, beam_args = run.parse([
         "--input", str(tiny_input["dir"]), "--output", str(tmp_path / "train"),
@@ -76,7 +77,9 @@ def dataflow_job(tmp_path, tiny_input, tiny_model, *flags: str):
     p = beam.Pipeline(options=PipelineOptions([*beam_args, "--dry_run=True"]))
     run.build_pipeline(p, config=config, inputs=inputs, tokenizer=tokenizer,
                        fanout=fanout_enabled(config.fanout, beam_args), run_id="0" * 32,
-                       whole_machine=runs_in_one_process(beam_args))
+                       whole_machine=runs_in_one_process(beam_args),
+                       committed=CommittedParts(directory=config.output, fingerprint="f" * 64),
+                       resumed={"prepass_reused": False, "tokenizer_reused": False})
     result = p.run()
     result.wait_until_finish()
     return result.job, p
@@ -115,6 +118,10 @@ def test_the_documented_command_becomes_a_dataflow_job(tmp_path, tiny_input, tin
         assert feeds(graph, upstream, downstream), (upstream, downstream)
     for side in ("DeadLetters", "DocHashes", "Read/AllStats"):  # the manifest waits for them
         assert feeds(graph, side, "AllStatistics"), side
+    # A dead run's committed chunks, from Read straight to the parts, hashes and statistics.
+    assert feeds(graph, "Read/ReadLines", "Reuse")
+    for joined in ("AllParts", "DocHashes", "AllStatistics"):
+        assert feeds(graph, "Reuse", joined), joined
     for shuffle in ("Read/FanOut/", "WriteShards/SpreadShards/"):  # shuffles, not fused steps
         assert any(t.spec.urn == GROUP_BY_KEY and t.unique_name.startswith(shuffle)
                    for t in graph.components.transforms.values()), shuffle

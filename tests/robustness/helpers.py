@@ -131,4 +131,7 @@ def comparable(doc: dict) -> dict:
     # Where the tokenizer came from (trained here, or given): its sha256 still has to match.
     doc["tokenizer"].pop("trained", None)
     doc["config"].pop("tokenizer_model")
+    # What a rerun reused of a dead run's work (the bytes are the same either way).
+    doc.pop("resume", None)
+    doc["config"].pop("resume", None)
     return doc

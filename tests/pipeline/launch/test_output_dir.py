@@ -207,3 +207,15 @@ def test_a_temporary_file_that_vanishes_while_prepare_runs_is_no_error(tmp_path)
     assert racer.returncode == -signal.SIGKILL  # it ran, refused, to the end
     prepare(str(tmp_path), overwrite=False, split="train")  # the racer's last file, if any
     assert _files(tmp_path) == sorted([RUN_RECORD, claim.rsplit("/", 1)[1]])
+
+
+def test_with_resume_a_dead_runs_committed_work_is_kept_but_its_temporary_files(tmp_path):
+    committed = [".parts/00000-0000000.tfrecords", ".parts/committed/00000-0000000.read",
+                 ".quality/00000.drops", ".quality/committed.json"]
+    temporary = [f".parts/{storage.TMP_MARKER}0-00000-0000001.tfrecords",
+                 f".parts/committed/{storage.TMP_MARKER}0-00000-0000001.read"]
+    _fill(tmp_path, [*committed, *temporary, *KEPT])
+    prepare(str(tmp_path), overwrite=False, split="train", resume=True)
+    assert _files(tmp_path) == sorted([*committed, *KEPT, RUN_RECORD])
+    prepare(str(tmp_path), overwrite=False, split="train", resume=False)  # --no-resume
+    assert _files(tmp_path) == sorted([*KEPT, RUN_RECORD])
