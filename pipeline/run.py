@@ -121,7 +121,6 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     from pipeline.tokenize import committed_model
     from pipeline.tokenize.prepare import prepare_tokenizer
     from pipeline.write.progress import Watcher
-    from schemas import manifest as manifest_schema
     from schemas.claim import Fence
 
     if not config.input or not config.output:
@@ -157,11 +156,7 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
         with Watcher(output=config.output, split=config.split,
                      total_input_bytes=sum(f.bytes for f in inputs)):
             result = run_job(p)
-        dataset = manifest_schema.load(config.output)
-        if dataset.doc["run_id"] != held.run_id:
-            raise claim.OutputClaimed(
-                f"{dataset.manifest_path} was committed by run {dataset.doc['run_id']}, not by "
-                f"this run ({held.run_id}): another job wrote the same --output; check both")
+        dataset = _own_manifest(config.output, run_id=held.run_id)
         output_dir.finish(config.output)
         committed_model.forget(config.output)  # the dataset is committed: nothing to resume
     finally:
@@ -170,6 +165,19 @@ def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
                   seconds=time.time() - started, input_bytes=sum(f.bytes for f in inputs),
                   workers=worker_pids(result))
     return dataset.doc
+
+
+def _own_manifest(output: str, *, run_id: str):
+    """The manifest just committed in ``output``, refused unless this run (``run_id``) wrote it."""
+    from pipeline.launch import claim
+    from schemas import manifest as manifest_schema
+
+    dataset = manifest_schema.load(output)
+    if dataset.doc["run_id"] != run_id:
+        raise claim.OutputClaimed(
+            f"{dataset.manifest_path} was committed by run {dataset.doc['run_id']}, not by "
+            f"this run ({run_id}): another job wrote the same --output; check both")
+    return dataset
 
 
 def _resume_args(config: PipelineConfig, *, fingerprint: str, tokenizer, quality,
