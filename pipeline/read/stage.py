@@ -24,6 +24,7 @@ from common.errors import DataError
 from pipeline.config import ReadConfig
 from pipeline.read import decode, parse
 from pipeline.read.chunk_coder import register
+from pipeline.read.filter_records import FILTERED, FilterRecord, failure_of
 from pipeline.read.inputs import InputFile, check_unchanged
 
 DEAD_LETTERS = "dead_letters"
@@ -196,9 +197,10 @@ def read_lines(file: InputFile, *, config: ReadConfig) -> Iterator[RawChunk | De
 
 
 def parse_chunk(raw: RawChunk, *, path: str, config: ReadConfig,
-                stats: ReadStats) -> Iterator[Chunk | DeadLetter]:
-    """Parse a RawChunk's lines: its DeadLetters in line order, then its Chunk (if any
-    document is kept). Documents, filtered and rejected lines are counted into ``stats``."""
+                stats: ReadStats) -> Iterator[Chunk | DeadLetter | FilterRecord]:
+    """Parse a RawChunk's lines: its DeadLetters and FilterRecords (``--filters``) in line
+    order, then its Chunk (if any document is kept). Documents, filtered and rejected lines are
+    counted into ``stats``."""
     documents = []
     for number, offset, data in zip(raw.numbers, raw.offsets, raw.lines()):
         result = parse.parse_line(data, line=number)
@@ -210,6 +212,12 @@ def parse_chunk(raw: RawChunk, *, path: str, config: ReadConfig,
             stats.filtered[result.reason] += 1
         elif not config.selects(result.subset):
             stats.filtered["subset_excluded"] += 1
+        elif config.filters and (failure := failure_of(result, config)) is not None:
+            stats.filtered[failure.rule] += 1
+            stats.filtered_by_subset[(failure.rule, result.subset)] += 1
+            yield FilterRecord(path, raw.file_index, raw.chunk_index, number, offset,
+                               result.subset, failure.rule, failure.detail(),
+                               parse.excerpt(data))
         else:
             stats.documents += 1
             documents.append(result)
@@ -316,6 +324,11 @@ class _ParseChunkFn(beam.DoFn):
             if isinstance(item, DeadLetter):
                 yield _dead_letter_or_fail(item, self._config)
                 continue
+            if isinstance(item, FilterRecord):
+                beam.metrics.Metrics.counter("filters", item.rule).inc()
+                beam.metrics.Metrics.counter("filters", f"{item.rule}/{item.subset}").inc()
+                yield beam.pvalue.TaggedOutput(FILTERED, item)
+                continue
             if self._selection is not None:
                 item = self._selection.apply_chunk(item, stats, decisions=self._decisions,
                                                    redactor=self._redactor)
@@ -330,7 +343,7 @@ class _ParseChunkFn(beam.DoFn):
 
 class ReadDocuments(beam.PTransform):
     """PCollection[InputFile] -> {"chunks": Chunk, "dead_letters": DeadLetter,
-    "read_stats": ReadStats} (a file's ReadStats may come in several parts: merge them by
+    "read_stats": ReadStats, "filtered": FilterRecord} (a file's ReadStats may come in several parts: merge them by
     ``file_index``).
 
     Reading a file is serial (one compressed stream); only splitting it into lines happens
@@ -358,9 +371,10 @@ class ReadDocuments(beam.PTransform):
         parsed = raw | "Parse" >> beam.ParDo(
             _ParseChunkFn(self._config, self._paths, self._selection)).with_output_types(
             Chunk).with_outputs(
-            DEAD_LETTERS, READ_STATS, main="chunks")
+            DEAD_LETTERS, READ_STATS, FILTERED, main="chunks")
         return {
             "chunks": parsed.chunks,
+            FILTERED: parsed[FILTERED],
             "dead_letters": ((read[DEAD_LETTERS], parsed[DEAD_LETTERS])
                              | "AllDeadLetters" >> beam.Flatten()),
             "read_stats": (read[READ_STATS], parsed[READ_STATS]) | "AllStats" >> beam.Flatten(),
