@@ -40,7 +40,7 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     from pipeline.quality.split_doc_hashes import WriteDocHashes
     from pipeline.read.stage import ReadDocuments
     from pipeline.tokenize.stage import Tokenize
-    from pipeline.write.dead_letters import WriteDeadLetters, WriteFilterRecords
+    from pipeline.write.dead_letters import WriteDeadLetters
     from pipeline.write.formats.base import DOCUMENTS, RECORDS, WriteContext
     from pipeline.write.formats.registry import extra_formats
     from pipeline.write.pack import Pack
@@ -80,8 +80,8 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
         formats=tuple(fmt for fmt in formats if fmt.built_from == RECORDS))
     dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(directory=config.output,
                                                                  split=config.split)
-    filtered = (read["filtered"] | "FilterRecords" >> WriteFilterRecords(
-        directory=config.output, split=config.split),) if config.read.filters else ()
+    filtered = (read["filtered"] | "FilterRecords" >> WriteDeadLetters(
+        directory=config.output, split=config.split, by_chunk=True),) if config.read.filters else ()
     (
         (shards, parts.chunk_stats, read["read_stats"], dead, *filtered, tokenized.encoder_stats,
          hashes,

@@ -67,48 +67,37 @@ def write_dead_letters(letters, *, directory: str, split: str, file_index: int,
 
 
 class WriteDeadLetters(beam.PTransform):
-    """PCollection[DeadLetter] -> PCollection[DeadLetterFile], one per input file with any.
+    """PCollection[DeadLetter] -> PCollection[DeadLetterFile], one per input file with any;
+    with ``by_chunk``, PCollection[FilterRecord] -> PCollection[FilterRecordFile], one per
+    chunk with any.
 
-    Grouped by input file before writing, so a file's dead letters land in one file whatever
-    the bundling (a retried bundle rewrites the same name with the same lines).
+    Grouped by input file (or chunk) before writing, so its records land in one file whatever
+    the bundling (a retried bundle rewrites the same name with the same lines). A chunk's
+    filter records are bounded by --chunk_bytes, whatever the corpus size or how many
+    documents the filters remove.
     """
 
-    def __init__(self, *, directory: str, split: str):
+    def __init__(self, *, directory: str, split: str, by_chunk: bool = False):
         super().__init__()
         self._directory = directory
         self._split = split
+        self._by_chunk = by_chunk
 
     def expand(self, letters):
         directory, split = self._directory, self._split
+        if self._by_chunk:
+            def key(letter):
+                return letter.file_index, letter.chunk_index
+        else:
+            def key(letter):
+                return letter.file_index, None
         return (
             letters
-            | "ByInputFile" >> beam.Map(lambda letter: (letter.file_index, letter))
+            | ("ByChunk" if self._by_chunk else "ByInputFile") >> beam.Map(
+                lambda letter: (key(letter), letter))
             | "Group" >> beam.GroupByKey()
             | "WriteJsonLines" >> beam.MapTuple(
                 lambda index, group: write_dead_letters(group, directory=directory, split=split,
-                                                        file_index=index))
-        )
-
-
-class WriteFilterRecords(beam.PTransform):
-    """PCollection[FilterRecord] -> PCollection[FilterRecordFile], one per chunk with any.
-
-    Grouped by (input file, chunk): a group holds one chunk's records, whatever the corpus
-    size or how many documents the filters remove (a retried chunk rewrites the same file).
-    """
-
-    def __init__(self, *, directory: str, split: str):
-        super().__init__()
-        self._directory = directory
-        self._split = split
-
-    def expand(self, records):
-        directory, split = self._directory, self._split
-        return (
-            records
-            | "ByChunk" >> beam.Map(lambda r: ((r.file_index, r.chunk_index), r))
-            | "Group" >> beam.GroupByKey()
-            | "WriteJsonLines" >> beam.MapTuple(
-                lambda key, group: write_dead_letters(group, directory=directory, split=split,
-                                                      file_index=key[0], chunk_index=key[1]))
+                                                        file_index=index[0],
+                                                        chunk_index=index[1]))
         )
