@@ -7,7 +7,10 @@ line with a blank line between, as web pages are; each document joins consecutiv
 of a seeded shuffle until it has ``min_words``. ``plant(rule, text)`` changes a clean document
 so that it breaks ``rule`` and, in the order the rules run (``pipeline.filters.rules``), no
 rule before it: repeated paragraphs, lines or n-grams, words cut or glued, symbols, bullets,
-stop words taken out, lines without punctuation, short lines, blank lines.
+stop words taken out, lines without punctuation, short lines, blank lines. Gopher's duplicate
+5- to 10-gram rules have no plant yet: their thresholds are 0.01 apart, and a repeated span
+breaks the shorter n-grams' rules first (tests/pipeline/filters/test_gopher.py checks their
+measure against the reference's definition instead).
 """
 
 from __future__ import annotations
@@ -108,28 +111,6 @@ def _cycle(text: str, n: int, share: float) -> str:
     unit = " ".join(distinct)
     repeats = math.ceil(share * len(text) / ((1 - share) * (len(unit) + 1)))
     return text + "\n\n" + " ".join([unit] * repeats) + "."
-
-
-def _clause_repeated(text: str, n: int, share: float) -> str:
-    """``text`` with the same ``n`` distinct words appended to its paragraphs until the
-    repeats are ``share`` of the characters (Gopher's duplicate n-gram fraction for ``n``)."""
-    paragraphs = text.split("\n\n")
-    clause = list(dict.fromkeys(w for w in _words(paragraphs[-1]) if w not in STOP_WORDS))
-    clause = clause[:n]
-    chars = sum(map(len, clause))
-    copies = max(2, round(share * len(text) / chars) + 1)
-    while len(paragraphs) < copies:
-        paragraphs = [p for pair in zip(paragraphs, [_SENTENCE.split(p) for p in paragraphs])
-                      for p in ([pair[0]] if len(pair[1]) < 2 else
-                                [" ".join(pair[1][:len(pair[1]) // 2]),
-                                 " ".join(pair[1][len(pair[1]) // 2:])])]
-    marked = [p + " " + " ".join(clause) if i < copies else p for i, p in enumerate(paragraphs)]
-    return "\n\n".join(marked)
-
-
-# The share of repeated n-gram characters that breaks dup_{n}gram and no shorter one (its
-# threshold, and the shorter ones' scaled by n // m * m / n, see docs/filters.md).
-_DUP_SHARE = {5: 0.19, 6: 0.16, 7: 0.148, 8: 0.135, 9: 0.124, 10: 0.112}
 
 
 def _line_char_dup(text: str) -> str:
@@ -260,8 +241,6 @@ def _plants() -> dict:
         "fineweb_char_dup": char_dup,
         "fineweb_list_ratio": list_ratio,
     }
-    for n, share in _DUP_SHARE.items():
-        plants[f"gopher_dup_{n}gram"] = functools.partial(_clause_repeated, n=n, share=share)
     return plants
 
 
