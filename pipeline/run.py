@@ -93,9 +93,12 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
         formats=tuple(fmt for fmt in formats if fmt.built_from == RECORDS), fence=fence)
     dead = read["dead_letters"] | "DeadLetters" >> WriteDeadLetters(
         directory=config.output, split=config.split, fence=fence)
+    filtered = (read["filtered"] | "FilterRecords" >> WriteDeadLetters(
+        directory=config.output, split=config.split, by_chunk=True, fence=fence),
+    ) if config.read.filters else ()
     (
-        (shards, parts.chunk_stats, read["read_stats"], dead, tokenized.encoder_stats, hashes,
-         reused[STATS],
+        (shards, parts.chunk_stats, read["read_stats"], dead, *filtered, tokenized.encoder_stats,
+         hashes, reused[STATS],
          *(fmt.assemble((parts[fmt.name], reused[fmt.name])
                         | f"All{fmt.name.capitalize()}Parts" >> beam.Flatten())
            for fmt in from_documents))

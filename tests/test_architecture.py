@@ -106,16 +106,17 @@ def test_no_magic_error_strings():
     assert not offenders, offenders
 
 
-# pipeline/ by stage, bottom to top: config <- read <- (quality | tokenize) <- write <- dataset
+# pipeline/ by stage, bottom to top: filters (pure text rules) <- config <- read <- (quality | tokenize) <- write <- dataset
 # <- launch <- the commands. Each sub-package may import the ones listed (itself always).
 PIPELINE_LAYERS = {
-    "config": set(),
-    "read": {"config"},
-    "quality": {"config", "read"},
-    "tokenize": {"config", "read"},
-    "write": {"config", "read", "quality", "tokenize"},
-    "dataset": {"config", "read", "quality", "tokenize", "write"},
-    "launch": {"config", "read", "quality", "tokenize", "write", "dataset"},
+    "filters": set(),
+    "config": {"filters"},
+    "read": {"config", "filters"},
+    "quality": {"config", "filters", "read"},
+    "tokenize": {"config", "filters", "read"},
+    "write": {"config", "filters", "read", "quality", "tokenize"},
+    "dataset": {"config", "filters", "read", "quality", "tokenize", "write"},
+    "launch": {"config", "filters", "read", "quality", "tokenize", "write", "dataset"},
 }
 COMMANDS = {"run", "train_tokenizer", "verify", "roundtrip", "report", "megatron_paths"}
 

@@ -14,6 +14,7 @@ import os
 
 from common.flags import check_choices, flag, require
 from pipeline.config.mixture_weights import parse_budgets, parse_weights
+from pipeline.filters import rules as filter_rules
 from schemas.block_shuffle import DEFAULT_SPEC
 from schemas.formats import DEFAULT_FORMATS, FORMATS, formats_problem
 from tokenizer.spec import DEFAULT_VOCAB_SIZE, MIN_VOCAB_SIZE
@@ -43,9 +44,28 @@ class ReadConfig:
     chunk_bytes: int = flag(
         4 * MIB, help="bytes of input lines per work item (parsed, encoded in one batched call "
                       "and packed together)")
+    # Quality filters (docs/filters.md), applied as documents are parsed.
+    filters: tuple[str, ...] = flag(
+        (), help="comma list of quality filters: gopher (Gopher's quality and repetition "
+                 "rules), c4, fineweb; a document failing a rule is filtered, counted under "
+                 "the rule's name and written to the dead letters' filtered records")
+    filter_profile: str = flag(
+        "pile", choices=filter_rules.PROFILES,
+        help="pile: each rule only on the Pile subsets it suits (web text gets every rule; "
+             "docs/filters.md's table); all: every rule on every subset")
+    filter_thresholds: str = flag(
+        "", help='JSON object of rule -> threshold replacing the reference\'s default, e.g. '
+                 '\'{"gopher_min_words": 100}\'')
+    filter_subsets: str = flag(
+        "", help="JSON object of pile_set_name -> {rule: false (off), true (on) or a "
+                 "threshold}, over --filter_profile, e.g. '{\"Github\": {\"gopher_min_words\": "
+                 "10}}'")
 
     def __post_init__(self):
         check_choices(self)
+        object.__setattr__(self, "filters", tuple(self.filters))  # a manifest's JSON list too
+        filter_rules.check_options(filters=self.filters, thresholds=self.filter_thresholds,
+                                   subsets=self.filter_subsets)
         require(0.0 <= self.max_bad_fraction <= 1.0,
                 f"--max_bad_fraction must be in [0, 1], got {self.max_bad_fraction}")
         require(not (self.include_subsets and self.exclude_subsets),
@@ -56,6 +76,14 @@ class ReadConfig:
         require(self.max_window_bytes <= 2 * GIB,
                 f"--max_window_bytes is at most 2147483648 (zstd's limit), "
                 f"got {self.max_window_bytes}")
+
+    def filter_rules(self, subset: str) -> dict[str, float | None]:
+        """Rule -> threshold of the quality filters that apply to ``subset`` ({}: none)."""
+        if not self.filters:
+            return {}
+        return dict(filter_rules.active_rules(
+            filters=self.filters, profile_name=self.filter_profile,
+            thresholds=self.filter_thresholds, subsets=self.filter_subsets, subset=subset))
 
     def selects(self, subset: str) -> bool:
         if self.include_subsets:

@@ -20,6 +20,7 @@ import apache_beam as beam
 from common import storage
 from common.errors import DataError, PilepackError
 from pipeline.config import PipelineConfig
+from pipeline.dataset.filter_section import filter_section
 from pipeline.dataset.format_sections import files_problem, format_sections
 from pipeline.dataset.quality_sections import quality_sections
 from pipeline.dataset.software import software_versions
@@ -223,6 +224,8 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
                        **resumed}} if resumed is not None else {}),
         **quality_sections(quality, files=summary.files, before=summary.before,
                            after=summary.subsets, hash_files=summary.doc_hashes),
+        **filter_section(config.read, files=summary.files, subsets=summary.subsets,
+                         record_files=summary.filter_records),
         "formats": list(config.formats),
         **format_sections(summary.format_files, formats=config.formats, shards=shards,
                           vocab_size=spec.vocab_size),

@@ -17,7 +17,7 @@ from pipeline.quality.split_doc_hashes import DocHashFile
 from pipeline.read.stage import ReadStats
 from pipeline.tokenize.subset_stats import merge_into
 from pipeline.write.committed_parts import ResumeCount
-from pipeline.write.dead_letters import DeadLetterFile
+from pipeline.write.dead_letters import DeadLetterFile, FilterRecordFile
 from pipeline.write.formats.base import FormatFile
 from pipeline.write.parts import ChunkStats, PartDocuments
 from pipeline.write.shards import ShardInfo
@@ -137,6 +137,7 @@ class Summary:
 
     shards: Listed = dataclasses.field(default_factory=Listed)  # ShardInfo
     dead_letters: Listed = dataclasses.field(default_factory=Listed)  # DeadLetterFile
+    filter_records: Listed = dataclasses.field(default_factory=Listed)  # FilterRecordFile
     files: Keyed = dataclasses.field(  # ReadStats, merged per input file
         default_factory=lambda: Keyed(key=_file_index, empty=_empty_read))
     chunks: ChunkStats = dataclasses.field(default_factory=ChunkStats)  # packed, after mixture
@@ -173,7 +174,8 @@ class Summary:
 
 # The total (a Summary field) each kind of statistic joins.
 _TOTALS = {
-    ShardInfo: "shards", DeadLetterFile: "dead_letters", ReadStats: "files",
+    ShardInfo: "shards", DeadLetterFile: "dead_letters", FilterRecordFile: "filter_records",
+    ReadStats: "files",
     ChunkStats: "chunks", EncodeStats: "encoder", DocHashFile: "doc_hashes",
     BeforeMixture: "before", PartDocuments: "parts", FormatFile: "format_files",
     ResumeCount: "resume",

@@ -140,6 +140,12 @@ def check_consistency(doc: dict) -> list[str]:
     if sum(d["records"] for d in doc["dead_letters"]) != rejected:
         problems.append(f"manifest: {rejected} rejected records but "
                         f"{sum(d['records'] for d in doc['dead_letters'])} dead letters listed")
+    if "filters" in doc:  # each document a rule removed has its filter record
+        removed = doc["filters"]["documents_removed"]
+        records = sum(f["records"] for f in doc["filters"]["records"])
+        if records != removed:
+            problems.append(f"manifest: the filters removed {removed} documents but "
+                            f"{records} filter records are listed")
     return problems
 
 
@@ -151,7 +157,8 @@ def check_side_files(dataset: manifest_lib.Dataset) -> list[str]:
         problem = dataset.tokenizer_file_problem()
         if problem:
             problems.append(problem)
-        for entry in dataset.doc["dead_letters"]:
+        for entry in [*dataset.doc["dead_letters"],
+                      *dataset.doc.get("filters", {}).get("records", [])]:
             fs, stripped = storage.filesystem(storage.join(dataset.directory, entry["path"]))
             if not fs.exists(stripped):
                 problems.append(f"{entry['path']}: missing")
@@ -173,6 +180,7 @@ def unlisted_files(dataset: manifest_lib.Dataset) -> list[str]:
     root = root.rstrip("/")
     listed = {shard["path"] for shard in dataset.shards}
     listed |= {d["path"] for d in dataset.doc["dead_letters"]}
+    listed |= {f["path"] for f in dataset.doc.get("filters", {}).get("records", [])}
     listed |= {f["path"] for f in dataset.doc.get("doc_hashes", {}).get("files", [])}
     listed |= {manifest_lib.MANIFEST_NAME, dataset.tokenizer["file"], VOCAB_FILENAME}
     listed |= format_checks.listed_paths(dataset.doc)  # the extra formats' files

@@ -29,8 +29,9 @@ def run_fingerprint(*, config, inputs, plan, tokenizer_sha256: str) -> str:
     ``PipelineConfig``) but ``LAUNCH_ONLY``, each input's path, size and version (mtime or
     ETag), the files the data-quality ``plan`` reads besides, the tokenizer and the format
     versions. ``""`` when an input's version is unknown: a change could not be seen, so
-    nothing is reused."""
-    if any(not f.version for f in inputs):
+    nothing is reused. Also ``""`` with ``--filters``: a chunk's filter records (one file per
+    chunk) are not part of its committed record yet, so a replayed chunk would lose them."""
+    if any(not f.version for f in inputs) or config.read.filters:
         return ""
     options = {k: v for k, v in config.to_json().items() if k not in LAUNCH_ONLY}
     doc = {"format": FORMAT, "manifest_version": manifest_schema.VERSION, "options": options,

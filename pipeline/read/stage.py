@@ -24,6 +24,7 @@ from common.errors import DataError
 from pipeline.config import ReadConfig
 from pipeline.read import decode, parse
 from pipeline.read.chunk_coder import register
+from pipeline.read.filter_records import FILTERED, FilterRecord, failure_of
 from pipeline.read.inputs import InputFile, check_unchanged
 from pipeline.read.replay import REUSED, committed_parse, replayed
 
@@ -197,9 +198,10 @@ def read_lines(file: InputFile, *, config: ReadConfig) -> Iterator[RawChunk | De
 
 
 def parse_chunk(raw: RawChunk, *, path: str, config: ReadConfig,
-                stats: ReadStats) -> Iterator[Chunk | DeadLetter]:
-    """Parse a RawChunk's lines: its DeadLetters in line order, then its Chunk (if any
-    document is kept). Documents, filtered and rejected lines are counted into ``stats``."""
+                stats: ReadStats) -> Iterator[Chunk | DeadLetter | FilterRecord]:
+    """Parse a RawChunk's lines: its DeadLetters and FilterRecords (``--filters``) in line
+    order, then its Chunk (if any document is kept). Documents, filtered and rejected lines are
+    counted into ``stats``."""
     documents = []
     for number, offset, data in zip(raw.numbers, raw.offsets, raw.lines()):
         result = parse.parse_line(data, line=number)
@@ -211,6 +213,12 @@ def parse_chunk(raw: RawChunk, *, path: str, config: ReadConfig,
             stats.filtered[result.reason] += 1
         elif not config.selects(result.subset):
             stats.filtered["subset_excluded"] += 1
+        elif config.filters and (failure := failure_of(result, config)) is not None:
+            stats.filtered[failure.rule] += 1
+            stats.filtered_by_subset[(failure.rule, result.subset)] += 1
+            yield FilterRecord(path, raw.file_index, raw.chunk_index, number, offset,
+                               result.subset, failure.rule, failure.detail(),
+                               parse.excerpt(data))
         else:
             stats.documents += 1
             documents.append(result)
@@ -343,6 +351,11 @@ class _ParseChunkFn(beam.DoFn):
             if isinstance(item, DeadLetter):
                 yield _dead_letter_or_fail(item, self._config)
                 continue
+            if isinstance(item, FilterRecord):
+                beam.metrics.Metrics.counter("filters", item.rule).inc()
+                beam.metrics.Metrics.counter("filters", f"{item.rule}/{item.subset}").inc()
+                yield beam.pvalue.TaggedOutput(FILTERED, item)
+                continue
             if self._selection is not None:
                 item = self._selection.apply_chunk(item, stats, decisions=self._decisions)
             if item is not None:
@@ -356,8 +369,8 @@ class _ParseChunkFn(beam.DoFn):
 
 class ReadDocuments(beam.PTransform):
     """PCollection[InputFile] -> {"chunks": Chunk, "dead_letters": DeadLetter,
-    "read_stats": ReadStats, "reused": ReusedChunk} (a file's ReadStats may come in several
-    parts: merge them by ``file_index``).
+    "read_stats": ReadStats, "reused": ReusedChunk, "filtered": FilterRecord} (a file's
+    ReadStats may come in several parts: merge them by ``file_index``).
 
     Reading a file is serial (one compressed stream); only splitting it into lines happens
     there. With ``fanout`` the RawChunks are redistributed (a Reshuffle) before the costly
@@ -388,10 +401,11 @@ class ReadDocuments(beam.PTransform):
             _ParseChunkFn(self._config, self._paths, self._selection,
                           self._committed)).with_output_types(
             Chunk).with_outputs(
-            DEAD_LETTERS, READ_STATS, main="chunks")
+            DEAD_LETTERS, READ_STATS, FILTERED, main="chunks")
         return {
             "chunks": parsed.chunks,
             REUSED: read[REUSED],
+            FILTERED: parsed[FILTERED],
             "dead_letters": ((read[DEAD_LETTERS], parsed[DEAD_LETTERS])
                              | "AllDeadLetters" >> beam.Flatten()),
             "read_stats": (read[READ_STATS], parsed[READ_STATS]) | "AllStats" >> beam.Flatten(),

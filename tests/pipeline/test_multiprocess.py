@@ -69,3 +69,31 @@ def test_tokenizer_trained_under_two_workers_is_identical(tmp_path):
                                      "--num_threads=1", *beam_args]) == 0
         models.append((out / "tokenizer.model").read_bytes())
     assert models[0] == models[1]
+
+
+def test_filters_remove_and_record_the_same_documents_with_two_workers(tiny_model, tmp_path):
+    """--filters on one file of real prose and planted documents (Pile-CC and Github): the
+    same shards, filter records and counts from one process and from two workers."""
+    from datagen.filter_plants import clean_documents, plant
+
+    clean = clean_documents(count=60, seed=5)
+    rules = ("c4_curly_bracket", "gopher_dup_line_frac", "fineweb_list_ratio", "gopher_min_words")
+    docs = [pile_doc(plant(rules[i % 4], text) if i % 3 == 0 else text,
+                     ("Pile-CC", "Github")[i % 2]) for i, text in enumerate(clean)]
+    (tmp_path / "in").mkdir()
+    path = write_jsonl_zst(tmp_path / "in" / "00.jsonl.zst", docs, frames=2)
+    common = ["--input", str(path), "--tokenizer_model", str(tiny_model), *SMALL,
+              "--filters=gopher,c4,fineweb"]
+    assert run.main([*common, "--output", str(tmp_path / "one"), "--runner=DirectRunner"]) == 0
+    assert run.main([*common, "--output", str(tmp_path / "two"), *TWO_WORKERS]) == 0
+
+    one, two = manifest.load(str(tmp_path / "one")).doc, manifest.load(str(tmp_path / "two")).doc
+    assert comparable(two) == comparable(one)
+    # every third document planted, half of them Pile-CC (every rule), half Github (none)
+    # documents 0, 6, 12, ... (Pile-CC, every 6th): their plants cycle through 0, 2, 0, 2 ...
+    assert one["filters"]["removed"] == {"c4_curly_bracket": {"Pile-CC": 5},
+                                         "fineweb_list_ratio": {"Pile-CC": 5}}
+    assert one["filters"]["documents_removed"] == 10 == sum(
+        f["records"] for f in one["filters"]["records"])
+    assert _files(tmp_path / "two") == _files(tmp_path / "one")
+    assert any(p.startswith("dead_letters/filtered/") for p in _files(tmp_path / "one"))
