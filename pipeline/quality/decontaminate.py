@@ -30,6 +30,7 @@ import numpy as np
 
 from common import storage
 from pipeline.quality import decision_files, eval_join, ngrams
+from pipeline.quality.eval_filter import BuildFilter, EvalFilter, filter_size
 from pipeline.quality.eval_sets import EvalFile
 from pipeline.read.stage import Chunk
 
@@ -91,7 +92,9 @@ def scan_counts(match: ngrams.Match, *, subset: str, dropped: bool, names) -> li
 
 
 class _ProbeFn(beam.DoFn):
-    """Chunk -> (shard, ``eval_join.Probe``) for each shard its n-grams touch."""
+    """Chunk -> (shard, ``eval_join.Probe``) for each shard its n-grams touch, only the
+    n-grams the evaluation filter (a side input: one per worker, cached by the runner) may
+    hold."""
 
     def __init__(self, *, n: int, shards: int):
         self._n, self._shards = n, shards
@@ -99,9 +102,9 @@ class _ProbeFn(beam.DoFn):
     def setup(self):
         self._cache = {}  # word -> hash: speed only
 
-    def process(self, chunk: Chunk):
+    def process(self, chunk: Chunk, candidates: EvalFilter):
         yield from eval_join.chunk_probes(chunk, n=self._n, shards=self._shards,
-                                          cache=self._cache)
+                                          cache=self._cache, candidates=candidates)
 
 
 class _ApplyFn(beam.DoFn):
@@ -180,13 +183,16 @@ class Decontaminate(beam.PTransform):
                 | "EvalNgrams" >> beam.FlatMap(eval_join.eval_pieces, n=options.n,
                                                shards=options.shards).with_outputs(
                                                    "stats", main="pieces"))
+        candidates = read.pieces | "EvalFilter" >> BuildFilter(
+            **filter_size(ngrams=options.shards * eval_join.SHARD_NGRAMS), directory=directory)
         shard_sets = read.pieces | "ShardSets" >> beam.CombinePerKey(
             eval_join.ShardSetFn(n=options.n))
         if options.mode == "redact":
             _ = shard_sets | "WriteEvalSets" >> beam.MapTuple(
                 lambda shard, s: _write(directory, eval_shard_name(shard, options.shards),
                                         s.to_bytes()))
-        probes = chunks | "Probe" >> beam.ParDo(_ProbeFn(n=options.n, shards=options.shards))
+        probes = chunks | "Probe" >> beam.ParDo(_ProbeFn(n=options.n, shards=options.shards),
+                                                candidates=beam.pvalue.AsSingleton(candidates))
         hits = ((shard_sets, probes) | "SetsAndProbes" >> beam.Flatten()
                 | "ByShard" >> beam.GroupByKey()
                 | "JoinShard" >> beam.FlatMap(lambda kv: eval_join.join_shard(kv[1])))
@@ -205,11 +211,13 @@ class Decontaminate(beam.PTransform):
                       | "SumSetNgrams" >> beam.CombinePerKey(sum)
                       | "AllSetNgrams" >> beam.combiners.ToList())
         _ = stats | "WriteReport" >> beam.Map(
-            lambda rows, ngram_rows, count_rows: _write(directory, REPORT_NAME, json.dumps(
-                report(options=options, counts=count_rows,
-                       eval_sets=eval_report(rows, ngram_rows, names=options.names)),
+            lambda rows, ngram_rows, count_rows, bloom: _write(directory, REPORT_NAME, json.dumps(
+                {**report(options=options, counts=count_rows,
+                          eval_sets=eval_report(rows, ngram_rows, names=options.names)),
+                 **bloom.stats()},
                 sort_keys=True).encode()),
-            beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts))
+            beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts),
+            beam.pvalue.AsSingleton(candidates))
         return {"chunks": scanned.chunks, "drops": scanned.decisions}
 
 

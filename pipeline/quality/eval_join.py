@@ -8,7 +8,10 @@ Every n-gram hash (``pipeline.quality.ngrams``) belongs to shard ``hash % shards
 1. ``eval_pieces``: an evaluation file, read in pieces of at most ``PIECE_NGRAMS`` n-grams,
    -> (shard, (set index, hashes)); ``ShardSetFn`` merges a shard's pieces into one
    ``EvalSet`` (its distinct hashes and set bitmasks).
-2. ``chunk_probes``: a chunk's documents' n-grams -> one ``Probe`` per shard they touch.
+2. ``chunk_probes``: a chunk's documents' n-grams -> one ``Probe`` per shard they touch,
+   only the n-grams the evaluation sets' Bloom filter (``pipeline.quality.eval_filter``, built
+   from the same pieces) may hold: most of a document's n-grams are in no evaluation set, and
+   leaving them out of the shuffle changes no hit.
 3. ``join_shard``: a shard's ``EvalSet`` and its probes -> the ``Hits`` per chunk: which
    n-gram positions of which documents the evaluation sets hold, and in which sets.
 
@@ -30,6 +33,7 @@ import numpy as np
 
 from common import storage
 from pipeline.quality import ngrams
+from pipeline.quality.eval_filter import EvalFilter
 from pipeline.quality.eval_sets import EvalFile, read_passages
 from pipeline.read.stage import Chunk
 
@@ -192,14 +196,19 @@ def chunk_key(chunk: Chunk) -> tuple[int, int]:
     return chunk.file_index, chunk.chunk_index
 
 
-def chunk_probes(chunk: Chunk, *, n: int, shards: int,
-                 cache: dict | None = None) -> Iterator[tuple[int, Probe]]:
-    """A chunk -> (shard, ``Probe``) for every shard its documents' n-grams touch."""
+def chunk_probes(chunk: Chunk, *, n: int, shards: int, cache: dict | None = None,
+                 candidates: EvalFilter | None = None) -> Iterator[tuple[int, Probe]]:
+    """A chunk -> (shard, ``Probe``) for every shard its documents' n-grams touch; with
+    ``candidates`` (``eval_filter``), only the n-grams it may hold: the others cannot be
+    found in any shard, so leaving them out changes no hit."""
     grams = [ngrams.text_ngrams(doc.text, n, cache) for doc in chunk.documents]
     hashes = np.concatenate(grams + [np.empty(0, np.uint64)])
     docs = np.repeat(np.arange(len(grams), dtype=np.int32), [len(g) for g in grams])
     positions = np.concatenate([np.arange(len(g), dtype=np.int32) for g in grams]
                                + [np.empty(0, np.int32)])
+    if candidates is not None:
+        keep = candidates.may_contain(hashes)
+        docs, positions, hashes = docs[keep], positions[keep], hashes[keep]
     key = chunk_key(chunk)
     for shard, mine_docs, mine_positions, mine_hashes in _by_shard(hashes, shards, docs,
                                                                    positions, hashes):

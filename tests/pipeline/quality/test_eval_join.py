@@ -10,6 +10,7 @@ import pytest
 from datagen.contamination import make_corpus
 from datagen.pile_files import write_jsonl
 from pipeline.quality import eval_join, ngrams
+from pipeline.quality.eval_filter import EvalFilter
 from pipeline.quality.eval_sets import EvalFile
 from pipeline.read.parse import Document
 from pipeline.read.stage import Chunk
@@ -119,3 +120,47 @@ def test_a_shard_without_evaluation_ngrams_finds_nothing():
     chunk = Chunk(file_index=1, chunk_index=0, documents=_documents(["word " * 40]))
     probes = [probe for _, probe in eval_join.chunk_probes(chunk, n=N, shards=1)]
     assert probes and list(eval_join.join_shard(probes)) == []
+
+
+def _join(sets, chunk, *, shards, candidates):
+    """Every hit of ``chunk`` against the shard ``sets``, and the n-grams its probes carried."""
+    values = {shard: [eval_set] for shard, eval_set in sets.items()}
+    carried = 0
+    for shard, probe in eval_join.chunk_probes(chunk, n=N, shards=shards,
+                                               candidates=candidates):
+        values.setdefault(shard, []).append(probe)
+        carried += len(probe.hashes)
+    hits = [hit for mine in values.values() for _, hit in eval_join.join_shard(mine)]
+    return eval_join.doc_hits(hits), carried
+
+
+@pytest.mark.parametrize("size_bits,probes", [(1 << 16, 8), (1 << 10, 1)])
+def test_the_filter_changes_no_hit_and_carries_fewer_ngrams(tmp_path, size_bits, probes):
+    """With the evaluation n-grams' Bloom filter the probes carry only candidates, and the
+    join's hits (so every decision) are those without it; also with a filter so small that most
+    of what passes is a false positive."""
+    made = make_corpus(seed=5, documents=80, passages=10, planted=20, min_words=13)
+    write_jsonl(tmp_path / "eval.jsonl", [{"text": t} for t in made.passages])
+    file = EvalFile(str(tmp_path / "eval.jsonl"), 0, "text")
+    shards = 3
+    pieces = [v for v in eval_join.eval_pieces(file, n=N, shards=shards, piece_ngrams=40)
+              if not isinstance(v, beam.pvalue.TaggedOutput)]
+    by_shard, bloom = {}, EvalFilter.empty(size_bits=size_bits, probes=probes)
+    for shard, piece in pieces:
+        by_shard.setdefault(shard, []).append(piece)
+        bloom.add(piece[1])
+    sets = {shard: _combine(mine, 2) for shard, mine in by_shard.items()}
+    chunk = Chunk(file_index=2, chunk_index=1, documents=_documents(made.documents))
+
+    plain, every = _join(sets, chunk, shards=shards, candidates=None)
+    filtered, carried = _join(sets, chunk, shards=shards, candidates=bloom)
+    assert set(plain) == {plant.document for plant in made.plants}
+    assert set(filtered) == set(plain)
+    for doc, (positions, masks) in plain.items():
+        order, got = np.argsort(positions), filtered[doc]
+        mine = np.argsort(got[0])
+        assert got[0][mine].tolist() == positions[order].tolist()
+        assert got[1][mine].tolist() == masks[order].tolist()
+    assert carried < every
+    if size_bits > 1 << 10:  # a well-sized filter: the hits and a few false positives
+        assert carried <= sum(len(p) for p, _ in plain.values()) + every // 100
