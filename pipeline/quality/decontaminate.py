@@ -36,6 +36,7 @@ from pipeline.read.stage import Chunk
 
 EVAL_NGRAMS_PREFIX = "eval_ngrams"
 REPORT_NAME = "decontamination.json"
+SUSPECTS, CLEAN = "suspects", "clean"  # a chunk's documents the join needs, and the rest
 MODES = ("drop", "redact")
 SUBSET_COUNTS = ("documents_dropped", "documents_redacted", "documents_emptied", "spans",
                  "characters_removed", "ngrams_matched")
@@ -94,7 +95,8 @@ def scan_counts(match: ngrams.Match, *, subset: str, dropped: bool, names) -> li
 class _ProbeFn(beam.DoFn):
     """Chunk -> (shard, ``eval_join.Probe``) for each shard its n-grams touch, only the
     n-grams the evaluation filter (a side input: one per worker, cached by the runner) may
-    hold."""
+    hold; the chunk's documents holding such n-grams keyed by chunk (``SUSPECTS``), the
+    others as a chunk of their own (``CLEAN``: ``eval_join.split_chunk``)."""
 
     def __init__(self, *, n: int, shards: int):
         self._n, self._shards = n, shards
@@ -103,8 +105,13 @@ class _ProbeFn(beam.DoFn):
         self._cache = {}  # word -> hash: speed only
 
     def process(self, chunk: Chunk, candidates: EvalFilter):
-        yield from eval_join.chunk_probes(chunk, n=self._n, shards=self._shards,
-                                          cache=self._cache, candidates=candidates)
+        split = eval_join.split_chunk(chunk, n=self._n, shards=self._shards,
+                                      candidates=candidates, cache=self._cache)
+        yield from split.probes
+        if split.suspect is not None:
+            yield beam.pvalue.TaggedOutput(SUSPECTS, (eval_join.chunk_key(chunk), split.suspect))
+        if split.clean is not None:  # no evaluation n-gram can be in it: skips the join
+            yield beam.pvalue.TaggedOutput(CLEAN, split.clean)
 
 
 class _ApplyFn(beam.DoFn):
@@ -191,13 +198,14 @@ class Decontaminate(beam.PTransform):
             _ = shard_sets | "WriteEvalSets" >> beam.MapTuple(
                 lambda shard, s: _write(directory, eval_shard_name(shard, options.shards),
                                         s.to_bytes()))
-        probes = chunks | "Probe" >> beam.ParDo(_ProbeFn(n=options.n, shards=options.shards),
-                                                candidates=beam.pvalue.AsSingleton(candidates))
-        hits = ((shard_sets, probes) | "SetsAndProbes" >> beam.Flatten()
+        probed = chunks | "Probe" >> beam.ParDo(
+            _ProbeFn(n=options.n, shards=options.shards),
+            candidates=beam.pvalue.AsSingleton(candidates)).with_outputs(
+                SUSPECTS, CLEAN, main="probes")
+        hits = ((shard_sets, probed.probes) | "SetsAndProbes" >> beam.Flatten()
                 | "ByShard" >> beam.GroupByKey()
                 | "JoinShard" >> beam.FlatMap(lambda kv: eval_join.join_shard(kv[1])))
-        scanned = ({"chunk": chunks | "KeyChunks" >> beam.WithKeys(eval_join.chunk_key),
-                    "hits": hits}
+        scanned = ({"chunk": probed[SUSPECTS], "hits": hits}
                    | "HitsPerChunk" >> beam.CoGroupByKey()
                    | "Apply" >> beam.ParDo(_ApplyFn(mode=options.mode, names=options.names,
                                                     n=options.n)).with_outputs(
@@ -218,7 +226,8 @@ class Decontaminate(beam.PTransform):
                 sort_keys=True).encode()),
             beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts),
             beam.pvalue.AsSingleton(candidates))
-        return {"chunks": scanned.chunks, "drops": scanned.decisions}
+        kept = (scanned.chunks, probed[CLEAN]) | "KeptChunks" >> beam.Flatten()
+        return {"chunks": kept, "drops": scanned.decisions}
 
 
 def eval_shard_name(shard: int, shards: int) -> str:

@@ -164,3 +164,46 @@ def test_the_filter_changes_no_hit_and_carries_fewer_ngrams(tmp_path, size_bits,
     assert carried < every
     if size_bits > 1 << 10:  # a well-sized filter: the hits and a few false positives
         assert carried <= sum(len(p) for p, _ in plain.values()) + every // 100
+
+
+def test_a_split_chunk_sends_only_its_suspects_to_the_join(tmp_path):
+    """``split_chunk``: the documents without a candidate n-gram skip the join (``clean``),
+    the others keep their order (``suspect``), and the join's hits on them are the whole
+    chunk's."""
+    made = make_corpus(seed=7, documents=50, passages=8, planted=10, min_words=13)
+    whole = ngrams.EvalSet.build([(0, np.concatenate([ngrams.text_ngrams(t, N)
+                                                      for t in made.passages]))], n=N)
+    bloom = EvalFilter.empty(size_bits=1 << 16, probes=8)
+    bloom.add(whole.hashes)
+    chunk = Chunk(file_index=1, chunk_index=3, documents=_documents(made.documents))
+    split = eval_join.split_chunk(chunk, n=N, shards=2, candidates=bloom)
+    lines = [d.line for d in split.suspect.documents] + [d.line for d in split.clean.documents]
+    assert sorted(lines) == [d.line for d in chunk.documents]
+    assert [d.line for d in split.suspect.documents] == sorted(d.line for d in
+                                                               split.suspect.documents)
+    planted = {plant.document + 1 for plant in made.plants}  # lines count from 1
+    assert planted <= {d.line for d in split.suspect.documents}
+    assert len(split.suspect.documents) < len(chunk.documents) / 2
+    assert all(ngrams.match(d.text, whole, redact=False) is None for d in split.clean.documents)
+    sets = {shard: union for shard, union in enumerate(
+        [eval_join.union(N, whole.hashes[eval_join.shard_of(whole.hashes, shards=2) == s],
+                         whole.sets[eval_join.shard_of(whole.hashes, shards=2) == s])
+         for s in range(2)])}
+    values = {shard: [eval_set] for shard, eval_set in sets.items()}
+    for shard, probe in split.probes:
+        assert probe.key == (1, 3)
+        values[shard].append(probe)
+    found = eval_join.doc_hits(hit for mine in values.values()
+                               for _, hit in eval_join.join_shard(mine))
+    by_line = {split.suspect.documents[i].line: len(p) for i, (p, _) in found.items()}
+    expected = {d.line: ngrams.match(d.text, whole, redact=False).ngrams
+                for d in chunk.documents if ngrams.match(d.text, whole, redact=False)}
+    assert by_line == expected
+
+
+def test_a_chunk_without_candidates_is_all_clean():
+    chunk = Chunk(file_index=0, chunk_index=0, documents=_documents(["word " * 40]))
+    split = eval_join.split_chunk(chunk, n=N, shards=1,
+                                  candidates=EvalFilter.empty(size_bits=1 << 10, probes=2))
+    assert split.suspect is None and split.probes == []
+    assert split.clean == chunk
