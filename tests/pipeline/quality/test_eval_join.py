@@ -207,3 +207,19 @@ def test_a_chunk_without_candidates_is_all_clean():
                                   candidates=EvalFilter.empty(size_bits=1 << 10, probes=2))
     assert split.suspect is None and split.probes == []
     assert split.clean == chunk
+
+
+@pytest.mark.parametrize("size_bits", [1 << 12, 1 << 14, 1 << 16])
+def test_a_document_with_any_candidate_is_a_suspect(size_bits):
+    """Whatever the filter lets through (from many false positives to few), a document with
+    one candidate n-gram or more goes to the join, and only those."""
+    made = make_corpus(seed=11, documents=40, passages=6, planted=8, min_words=13)
+    bloom = EvalFilter.empty(size_bits=size_bits, probes=2)
+    bloom.add(np.concatenate([ngrams.text_ngrams(t, N) for t in made.passages]))
+    chunk = Chunk(file_index=0, chunk_index=0, documents=_documents(made.documents))
+    split = eval_join.split_chunk(chunk, n=N, shards=3, candidates=bloom)
+    count = {d.line: int(bloom.may_contain(ngrams.text_ngrams(d.text, N)).sum())
+             for d in chunk.documents}
+    suspects = set() if split.suspect is None else {d.line for d in split.suspect.documents}
+    assert suspects == {line for line, found in count.items() if found}
+    assert sum(len(p.hashes) for _, p in split.probes) == sum(count.values())
