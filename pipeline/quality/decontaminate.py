@@ -219,13 +219,13 @@ class Decontaminate(beam.PTransform):
                       | "SumSetNgrams" >> beam.CombinePerKey(sum)
                       | "AllSetNgrams" >> beam.combiners.ToList())
         _ = stats | "WriteReport" >> beam.Map(
-            lambda rows, ngram_rows, count_rows, bloom: _write(directory, REPORT_NAME, json.dumps(
+            lambda rows, ngram_rows, count_rows, sizes: _write(directory, REPORT_NAME, json.dumps(
                 {**report(options=options, counts=count_rows,
                           eval_sets=eval_report(rows, ngram_rows, names=options.names)),
-                 **bloom.stats()},
+                 **sizes},
                 sort_keys=True).encode()),
             beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts),
-            beam.pvalue.AsSingleton(candidates))
+            beam.pvalue.AsSingleton(candidates | "FilterStats" >> beam.Map(EvalFilter.stats)))
         kept = (scanned.chunks, probed[CLEAN]) | "KeptChunks" >> beam.Flatten()
         return {"chunks": kept, "drops": scanned.decisions}
 

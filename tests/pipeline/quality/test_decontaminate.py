@@ -155,7 +155,7 @@ def test_scan_alone_groups_nothing_by_hash(corpus, tmp_path, shards):
     p.visit(sides)
     # Small sums (ToList passes its own result to a step of its own), not the n-grams; the
     # n-grams' Bloom filter is one, of a size capped whatever the evaluation set.
-    assert sides.producers <= {"AllCounts", "AllSetNgrams", "AllStats", "EvalFilter"}
+    assert sides.producers <= {"AllCounts", "AllSetNgrams", "AllStats", "EvalFilter", "FilterStats"}
     p.run().wait_until_finish()
 
     train = next(f.index for f in inputs if f.path.endswith("train.jsonl.zst"))
