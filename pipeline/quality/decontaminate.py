@@ -31,11 +31,13 @@ import numpy as np
 
 from common import storage
 from pipeline.quality import decision_files, eval_join, ngrams
+from pipeline.quality.eval_filter import BuildFilter, EvalFilter, filter_size
 from pipeline.quality.eval_sets import EvalFile
 from pipeline.read.stage import Chunk
 from schemas.claim import NO_FENCE, Fence
 
 REPORT_NAME = "decontamination.json"
+SUSPECTS, CLEAN = "suspects", "clean"  # a chunk's documents the join needs, and the rest
 MODES = ("drop", "redact")
 SUBSET_COUNTS = ("documents_dropped", "documents_redacted", "documents_emptied", "spans",
                  "characters_removed", "ngrams_matched")
@@ -92,7 +94,10 @@ def scan_counts(match: ngrams.Match, *, subset: str, dropped: bool, names) -> li
 
 
 class _ProbeFn(beam.DoFn):
-    """Chunk -> (shard, ``eval_join.Probe``) for each shard its n-grams touch."""
+    """Chunk -> (shard, ``eval_join.Probe``) for each shard its n-grams touch, only the
+    n-grams the evaluation filter (a side input: one per worker, cached by the runner) may
+    hold; the chunk's documents holding such n-grams keyed by chunk (``SUSPECTS``), the
+    others as a chunk of their own (``CLEAN``: ``eval_join.split_chunk``)."""
 
     def __init__(self, *, n: int, shards: int):
         self._n, self._shards = n, shards
@@ -100,9 +105,14 @@ class _ProbeFn(beam.DoFn):
     def setup(self):
         self._cache = {}  # word -> hash: speed only
 
-    def process(self, chunk: Chunk):
-        yield from eval_join.chunk_probes(chunk, n=self._n, shards=self._shards,
-                                          cache=self._cache)
+    def process(self, chunk: Chunk, candidates: EvalFilter):
+        split = eval_join.split_chunk(chunk, n=self._n, shards=self._shards,
+                                      candidates=candidates, cache=self._cache)
+        yield from split.probes
+        if split.suspect is not None:
+            yield beam.pvalue.TaggedOutput(SUSPECTS, (eval_join.chunk_key(chunk), split.suspect))
+        if split.clean is not None:  # no evaluation n-gram can be in it: skips the join
+            yield beam.pvalue.TaggedOutput(CLEAN, split.clean)
 
 
 class _ApplyFn(beam.DoFn):
@@ -185,14 +195,19 @@ class Decontaminate(beam.PTransform):
                 | "EvalNgrams" >> beam.FlatMap(eval_join.eval_pieces, n=options.n,
                                                shards=options.shards).with_outputs(
                                                    "stats", main="pieces"))
+        candidates = read.pieces | "EvalFilter" >> BuildFilter(
+            **filter_size(ngrams=options.shards * eval_join.SHARD_NGRAMS), directory=directory,
+            fence=fence)
         shard_sets = read.pieces | "ShardSets" >> beam.CombinePerKey(
             eval_join.ShardSetFn(n=options.n))
-        probes = chunks | "Probe" >> beam.ParDo(_ProbeFn(n=options.n, shards=options.shards))
-        hits = ((shard_sets, probes) | "SetsAndProbes" >> beam.Flatten()
+        probed = chunks | "Probe" >> beam.ParDo(
+            _ProbeFn(n=options.n, shards=options.shards),
+            candidates=beam.pvalue.AsSingleton(candidates)).with_outputs(
+                SUSPECTS, CLEAN, main="probes")
+        hits = ((shard_sets, probed.probes) | "SetsAndProbes" >> beam.Flatten()
                 | "ByShard" >> beam.GroupByKey()
                 | "JoinShard" >> beam.FlatMap(lambda kv: eval_join.join_shard(kv[1])))
-        scanned = ({"chunk": chunks | "KeyChunks" >> beam.WithKeys(eval_join.chunk_key),
-                    "hits": hits}
+        scanned = ({"chunk": probed[SUSPECTS], "hits": hits}
                    | "HitsPerChunk" >> beam.CoGroupByKey()
                    | "Apply" >> beam.ParDo(_ApplyFn(mode=options.mode, names=options.names,
                                                     n=options.n)).with_outputs(
@@ -206,12 +221,15 @@ class Decontaminate(beam.PTransform):
                       | "SumSetNgrams" >> beam.CombinePerKey(sum)
                       | "AllSetNgrams" >> beam.combiners.ToList())
         _ = stats | "WriteReport" >> beam.Map(
-            lambda rows, ngram_rows, count_rows: _write(directory, REPORT_NAME, json.dumps(
-                report(options=options, counts=count_rows,
-                       eval_sets=eval_report(rows, ngram_rows, names=options.names)),
+            lambda rows, ngram_rows, count_rows, sizes: _write(directory, REPORT_NAME, json.dumps(
+                {**report(options=options, counts=count_rows,
+                          eval_sets=eval_report(rows, ngram_rows, names=options.names)),
+                 **sizes},
                 sort_keys=True).encode(), fence=fence),
-            beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts))
-        return {"chunks": scanned.chunks, "drops": scanned.decisions}
+            beam.pvalue.AsSingleton(set_ngrams), beam.pvalue.AsSingleton(counts),
+            beam.pvalue.AsSingleton(candidates | "FilterStats" >> beam.Map(EvalFilter.stats)))
+        kept = (scanned.chunks, probed[CLEAN]) | "KeptChunks" >> beam.Flatten()
+        return {"chunks": kept, "drops": scanned.decisions}
 
 
 def read_report(directory: str) -> dict:

@@ -8,7 +8,10 @@ Every n-gram hash (``pipeline.quality.ngrams``) belongs to shard ``hash % shards
 1. ``eval_pieces``: an evaluation file, read in pieces of at most ``PIECE_NGRAMS`` n-grams,
    -> (shard, (set index, hashes)); ``ShardSetFn`` merges a shard's pieces into one
    ``EvalSet`` (its distinct hashes and set bitmasks).
-2. ``chunk_probes``: a chunk's documents' n-grams -> one ``Probe`` per shard they touch.
+2. ``chunk_probes``: a chunk's documents' n-grams -> one ``Probe`` per shard they touch,
+   only the n-grams the evaluation sets' Bloom filter (``pipeline.quality.eval_filter``, built
+   from the same pieces) may hold: most of a document's n-grams are in no evaluation set, and
+   leaving them out of the shuffle changes no hit.
 3. ``join_shard``: a shard's ``EvalSet`` and its probes -> the ``Hits`` per chunk: which
    n-gram positions of which documents the evaluation sets hold, and in which sets.
 
@@ -30,6 +33,7 @@ import numpy as np
 
 from common import storage
 from pipeline.quality import ngrams
+from pipeline.quality.eval_filter import EvalFilter
 from pipeline.quality.eval_sets import EvalFile, read_passages
 from pipeline.read.stage import Chunk
 
@@ -192,18 +196,69 @@ def chunk_key(chunk: Chunk) -> tuple[int, int]:
     return chunk.file_index, chunk.chunk_index
 
 
-def chunk_probes(chunk: Chunk, *, n: int, shards: int,
-                 cache: dict | None = None) -> Iterator[tuple[int, Probe]]:
-    """A chunk -> (shard, ``Probe``) for every shard its documents' n-grams touch."""
+def chunk_probes(chunk: Chunk, *, n: int, shards: int, cache: dict | None = None,
+                 candidates: EvalFilter | None = None) -> Iterator[tuple[int, Probe]]:
+    """A chunk -> (shard, ``Probe``) for every shard its documents' n-grams touch; with
+    ``candidates`` (``eval_filter``), only the n-grams it may hold: the others cannot be
+    found in any shard, so leaving them out changes no hit."""
     grams = [ngrams.text_ngrams(doc.text, n, cache) for doc in chunk.documents]
+    keep = None if candidates is None else [candidates.may_contain(g) for g in grams]
+    yield from _probes(chunk_key(chunk), grams, keep, shards=shards)
+
+
+def _probes(key, grams: list, keep: list | None, *, shards: int) -> Iterator[tuple[int, Probe]]:
+    """Documents' n-gram hashes (``keep``: a mask of those to probe per document, None: all)
+    -> (shard, ``Probe``) for every shard they touch; documents numbered as in ``grams``."""
     hashes = np.concatenate(grams + [np.empty(0, np.uint64)])
     docs = np.repeat(np.arange(len(grams), dtype=np.int32), [len(g) for g in grams])
     positions = np.concatenate([np.arange(len(g), dtype=np.int32) for g in grams]
                                + [np.empty(0, np.int32)])
-    key = chunk_key(chunk)
+    if keep is not None:
+        mask = np.concatenate(keep + [np.empty(0, bool)])
+        docs, positions, hashes = docs[mask], positions[mask], hashes[mask]
     for shard, mine_docs, mine_positions, mine_hashes in _by_shard(hashes, shards, docs,
                                                                    positions, hashes):
         yield shard, Probe(key, mine_docs, mine_positions, mine_hashes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A chunk split by the filter: ``suspect`` its documents with an n-gram the filter may
+    hold (None: none), the only ones the join needs; ``clean`` the others (None: none), which
+    no evaluation n-gram can be in; ``probes`` the suspects' candidates, documents numbered as
+    in ``suspect``."""
+
+    suspect: Chunk | None
+    clean: Chunk | None
+    probes: list
+
+
+def split_chunk(chunk: Chunk, *, n: int, shards: int, candidates: EvalFilter,
+                cache: dict | None = None) -> Split:
+    """A chunk -> its ``Split`` (both parts keep the chunk's key and their documents' order),
+    so that only the suspects and their candidate n-grams are shuffled to the join.
+
+    >>> from pipeline.read.parse import Document
+    >>> docs = tuple(Document(line=i, text=t, subset="A", text_bytes=len(t))
+    ...              for i, t in enumerate(["a b c", "x y z"], 1))
+    >>> bloom = EvalFilter.empty(size_bits=1 << 10, probes=3)
+    >>> bloom.add(ngrams.text_ngrams("x y z", 2))
+    >>> split = split_chunk(Chunk(0, 0, docs), n=2, shards=1, candidates=bloom)
+    >>> [d.line for d in split.suspect.documents], [d.line for d in split.clean.documents]
+    ([2], [1])
+    """
+    grams = [ngrams.text_ngrams(doc.text, n, cache) for doc in chunk.documents]
+    keep = [candidates.may_contain(g) for g in grams]
+    suspect = [i for i, mask in enumerate(keep) if mask.any()]
+    clean = [i for i, mask in enumerate(keep) if not mask.any()]
+
+    def part(indices):
+        return dataclasses.replace(chunk, documents=tuple(chunk.documents[i] for i in indices)
+                                   ) if indices else None
+
+    probes = list(_probes(chunk_key(chunk), [grams[i] for i in suspect],
+                          [keep[i] for i in suspect], shards=shards))
+    return Split(suspect=part(suspect), clean=part(clean), probes=probes)
 
 
 def join_shard(values: Iterable) -> Iterator[tuple[tuple[int, int], Hits]]:

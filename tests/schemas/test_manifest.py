@@ -143,3 +143,17 @@ def test_the_shuffles_block_sizes_are_optional_and_checked(tmp_path):
     doc["shuffle"]["block_records"] = 0
     with pytest.raises(manifest.ManifestError, match="shuffle/block_records"):
         manifest.validate(doc, source="m.json")
+
+
+def test_the_decontamination_filter_fields_are_optional_and_checked(tmp_path):
+    doc = _doc(tmp_path)
+    doc["quality"] = {"normalization": "nfc", "digest": "blake2b-128", "dedup": "off",
+                      "exclude_docs_from": [], "excluded_hashes": 0, "removed": {},
+                      "decontamination": {"mode": "drop", "ngram": 13}}
+    manifest.validate(doc, source="m.json")  # a split made before the filter: still valid
+    doc["quality"]["decontamination"].update(filter_bytes=2 << 20, filter_probes=8,
+                                             filter_false_positive_rate=0.0004)
+    manifest.validate(doc, source="m.json")
+    doc["quality"]["decontamination"]["filter_false_positive_rate"] = 1.5
+    with pytest.raises(manifest.ManifestError, match="filter_false_positive_rate"):
+        manifest.validate(doc, source="m.json")

@@ -142,7 +142,8 @@ def test_scan_alone_groups_nothing_by_hash(corpus, tmp_path, shards):
     """The pre-pass with ``--decontaminate`` alone: the scan's drops need no document hash, so
     nothing is grouped by hash; every input file still gets its decision file (the clean one an
     empty one), and the kept documents are counted per subset. The evaluation n-grams meet the
-    documents' in a keyed join, however many shards: no side input but the report's sums."""
+    documents' in a keyed join, however many shards: no side input but the report's sums and
+    the capped filter."""
     write_jsonl(tmp_path / "clean.jsonl", [pile_doc("nothing planted here", "A")])
     inputs = expand_inputs(f"{corpus['root'] / 'train.jsonl.zst'},{tmp_path / 'clean.jsonl'}")
     source = str(corpus["root"] / "eval.jsonl")
@@ -159,8 +160,9 @@ def test_scan_alone_groups_nothing_by_hash(corpus, tmp_path, shards):
     assert [name for name in names if name.endswith("/GroupByInputFile")]
     sides = _SideInputs()
     p.visit(sides)
-    # Small sums (ToList passes its own result to a step of its own), not the n-grams.
-    assert sides.producers <= {"AllCounts", "AllSetNgrams", "AllStats"}
+    # Small sums (ToList passes its own result to a step of its own), not the n-grams; the
+    # n-grams' Bloom filter is one, of a size capped whatever the evaluation set.
+    assert sides.producers <= {"AllCounts", "AllSetNgrams", "AllStats", "EvalFilter", "FilterStats"}
     p.run().wait_until_finish()
 
     train = next(f.index for f in inputs if f.path.endswith("train.jsonl.zst"))
