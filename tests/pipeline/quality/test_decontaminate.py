@@ -210,7 +210,7 @@ def _parsed(inputs, selection: Selection | None) -> dict:
 @pytest.mark.parametrize("shards", [1, 5])
 def test_redact_cuts_from_the_decision_files_alone(corpus, tmp_path, shards):
     """Redact: the pre-pass writes each redacted document's spans into its decision file and
-    nothing of the evaluation set; Parse cuts from the decision files alone (the evaluation
+    nothing of the evaluation set but its capped Bloom filter (which Parse never reads); Parse cuts from the decision files alone (the evaluation
     file deleted after the pre-pass) exactly what one whole in-memory set cuts."""
     made = corpus["made"]
     first, second = made.passages[2], made.passages[9]
@@ -227,7 +227,7 @@ def test_redact_cuts_from_the_decision_files_alone(corpus, tmp_path, shards):
     directory = tmp_path / "quality"
     _prepass(inputs, options, directory)
     assert sorted(path.name for path in directory.iterdir()) == [
-        "00000.drops", "00001.drops", "decontamination.json", "totals.json"]
+        "00000.drops", "00001.drops", "decontamination.json", "eval_filter.bin", "totals.json"]
     (tmp_path / "eval.jsonl").unlink()
 
     got = _parsed(inputs, Selection(decisions=str(directory)))
