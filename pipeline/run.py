@@ -106,6 +106,8 @@ def build_pipeline(p, *, config: PipelineConfig, inputs, tokenizer, fanout: bool
     )
 
 
+# Long because: one run in the order it happens (claim, tokenizer, pre-pass, graph, job,
+# the commit check), each step a call whose result the next ones take.
 def run_split(config: PipelineConfig, beam_args: list[str]) -> dict:
     """Make one split; return its manifest."""
     import functools
