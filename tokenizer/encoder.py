@@ -20,7 +20,7 @@ import sentencepiece as spm
 from common.errors import ConfigError
 from tokenizer.boundaries import BoundaryRules, boundary_rules, word_pattern
 from tokenizer.id_store import TOKEN_DTYPE, IdStore
-from tokenizer.model_proto import read_model_facts, read_pieces
+from tokenizer.model_proto import read_model_facts
 from tokenizer.spec import SPACE_SYMBOL
 
 # Strings the default SentencePiece options would not round-trip: edge spaces and runs of them,
@@ -81,10 +81,13 @@ def check_lossless(processor: spm.SentencePieceProcessor) -> bool:
     return all(processor.decode(processor.encode(probe)) == probe for probe in LOSSLESS_PROBES)
 
 
-def matchable_pieces(model_proto: bytes) -> list[str]:
+def _matchable_pieces(processor: spm.SentencePieceProcessor) -> list[str]:
     """Pieces input text can be matched against: not byte, control or unknown pieces."""
-    return [piece for piece, kind in read_pieces(model_proto)
-            if kind not in ("byte", "control", "unknown")]
+    return [
+        processor.id_to_piece(i)
+        for i in range(processor.get_piece_size())
+        if not (processor.is_byte(i) or processor.is_control(i) or processor.is_unknown(i))
+    ]
 
 
 def plan_fast_path(
@@ -114,7 +117,7 @@ def plan_fast_path(
     for probe in LOSSLESS_PROBES:
         if processor.normalize(probe) != probe.replace(" ", SPACE_SYMBOL):
             return None, f"normalize({probe!r}) does more than escape spaces"
-    rules = boundary_rules(matchable_pieces(model_proto))
+    rules = boundary_rules(_matchable_pieces(processor))
     if not rules.spaces:
         return None, "a piece has '▁' after another character; words are not independent"
     if rules.nul:

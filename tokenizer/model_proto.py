@@ -25,7 +25,6 @@ _REMOVE_EXTRA_WHITESPACES = 4
 _ESCAPE_WHITESPACES = 5
 
 # ModelProto.SentencePiece
-_PIECE_TEXT = 1
 _PIECE_TYPE = 3
 
 MODEL_TYPE_NAMES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
@@ -67,9 +66,8 @@ def _fields(buf: bytes) -> dict[int, int | bytes]:
 
 
 def _model_fields(model_proto: bytes) -> dict[int, int | bytes]:
-    """``_fields`` of a ModelProto less its pieces, which it steps over without decoding them:
-    a 32,000-piece model's pieces are ~96% of its fields and were most of the time of an
-    encoder's load."""
+    """``_fields`` of a ModelProto less its pieces, which it steps over without decoding them
+    (a 32,000-piece model's pieces are ~96% of its fields: ~15 ms of each encoder's load)."""
     # A piece under 128 bytes (all but pathological ones) is key 0x0a, a one-byte length and
     # the piece: skip those here; anything else goes through the general decoder below.
     pos, end = 0, len(model_proto)
@@ -133,35 +131,6 @@ def read_piece_types(model_proto: bytes) -> list[str]:
     """The type of every piece, in id order ("normal", "control", "user-defined", ...)."""
     return [PIECE_TYPE_NAMES.get(_piece_type(bytes(piece)), "unknown-type")
             for number, piece in _iter_fields(model_proto) if number == _PIECES]
-
-
-def read_pieces(model_proto: bytes) -> list[tuple[str, str]]:
-    """``(piece, type)`` of every piece, in id order: what ``id_to_piece`` and the ``is_*``
-    calls of a processor loaded from ``model_proto`` say, in one pass over the bytes (those
-    calls, three per id, cost ~40 ms for 32,000 pieces)."""
-    pieces, pos, end, buf = [], 0, len(model_proto), model_proto
-    # The common layout, read inline (a call per piece would double the time): key 0x0a, a
-    # one-byte length, then the piece's text (key 0x0a, one-byte length), its score (0x15,
-    # fixed32) and its type (0x18, one byte) only when not NORMAL.
-    while pos + 3 < end and buf[pos] == 0x0A and buf[pos + 1] < 0x80 and buf[pos + 2] == 0x0A:
-        stop, text_end = pos + 2 + buf[pos + 1], pos + 4 + buf[pos + 3]
-        if buf[pos + 3] >= 0x80 or text_end + 5 > stop or buf[text_end] != 0x15:
-            break
-        if stop == text_end + 5:
-            kind = 1
-        elif stop == text_end + 7 and buf[text_end + 5] == 0x18 and buf[text_end + 6] < 0x80:
-            kind = buf[text_end + 6]
-        else:
-            break
-        pieces.append((buf[pos + 4 : text_end].decode("utf-8"),
-                       PIECE_TYPE_NAMES.get(kind, "unknown-type")))
-        pos = stop
-    for number, value in _iter_fields(buf[pos:]):  # the rest, if any, the general way
-        if number == _PIECES:
-            piece = bytes(value)
-            text = bytes(_fields(piece).get(_PIECE_TEXT, b"")).decode("utf-8")
-            pieces.append((text, PIECE_TYPE_NAMES.get(_piece_type(piece), "unknown-type")))
-    return pieces
 
 
 def _piece_type(piece: bytes) -> int:

@@ -13,7 +13,6 @@ from tokenizer.encoder import (
     CachedEncoder,
     check_lossless,
     load_model_bytes,
-    matchable_pieces,
     processor_from_bytes,
 )
 from tokenizer.spec import FIXED_TRAINER_KWARGS, KNOWN_LOSSY_CHARS
@@ -198,16 +197,6 @@ def test_check_lossless(processor, default_unigram_bytes, default_bpe_bytes):
     assert check_lossless(processor)
     assert not check_lossless(processor_from_bytes(default_unigram_bytes))
     assert not check_lossless(processor_from_bytes(default_bpe_bytes))
-
-
-@pytest.mark.parametrize("model", ["model_bytes", "default_unigram_bytes", "default_bpe_bytes"])
-def test_matchable_pieces_are_the_processors_less_byte_control_and_unknown(model, request):
-    model_proto = request.getfixturevalue(model)
-    sp = processor_from_bytes(model_proto)
-    expected = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
-                if not (sp.is_byte(i) or sp.is_control(i) or sp.is_unknown(i))]
-    assert matchable_pieces(model_proto) == expected
-    assert "<unk>" not in expected and len(expected) < sp.get_piece_size()
 
 
 @pytest.mark.parametrize("model", ["default_unigram_bytes", "default_bpe_bytes"])

@@ -28,7 +28,7 @@ import sentencepiece as spm
 from common.errors import ConfigError
 from tokenizer.backends.base import BackendUnavailable, EncoderBackend
 from tokenizer.id_store import TOKEN_DTYPE
-from tokenizer.model_proto import read_model_facts, read_piece_types, read_pieces
+from tokenizer.model_proto import read_model_facts, read_piece_types
 from tokenizer.spec import SPACE_SYMBOL
 
 NAME = "gigatoken"
@@ -212,8 +212,9 @@ class GigatokenBackend(EncoderBackend):
         self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
         # Control pieces' texts: gigatoken's own converter would match them in text, this
         # module's definition does not; the guard checks every document that holds one.
+        sp = self._processor
         self.special_strings += tuple(sorted(
-            piece for piece, kind in read_pieces(model_proto) if kind == "control"))
+            sp.id_to_piece(i) for i in range(sp.get_piece_size()) if sp.is_control(i)))
         probes = list(LOSSLESS_PROBES) + list(PROBES)
         # In this thread, not the pool's: a freshly loaded tokenizer's first calls made from
         # two threads at once can fail with "RuntimeError: Already borrowed" (seen once in
