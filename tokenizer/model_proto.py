@@ -65,6 +65,20 @@ def _fields(buf: bytes) -> dict[int, int | bytes]:
     return dict(_iter_fields(buf))
 
 
+def _model_fields(model_proto: bytes) -> dict[int, int | bytes]:
+    """``_fields`` of a ModelProto less its pieces, which it steps over without decoding them
+    (a 32,000-piece model's pieces are ~96% of its fields: ~15 ms of each encoder's load)."""
+    # A piece under 128 bytes (all but pathological ones) is key 0x0a, a one-byte length and
+    # the piece: skip those here; anything else goes through the general decoder below.
+    pos, end = 0, len(model_proto)
+    while pos + 1 < end and model_proto[pos] == 0x0A and model_proto[pos + 1] < 0x80:
+        pos += 2 + model_proto[pos + 1]
+    if pos > end:
+        raise ValueError("truncated SentencePiece model proto")
+    return {number: value for number, value in _iter_fields(model_proto[pos:])
+            if number != _PIECES}
+
+
 def _iter_fields(buf: bytes):
     """(field number, value) of every field, in order (repeated fields once per value)."""
     pos = 0
@@ -92,7 +106,7 @@ def _iter_fields(buf: bytes):
 
 def read_model_facts(model_proto: bytes) -> ModelFacts:
     """Decode model type, byte fallback and normalizer settings from a serialized model."""
-    top = _fields(model_proto)
+    top = _model_fields(model_proto)
     trainer = _fields(bytes(top.get(_TRAINER_SPEC, b"")))
     normalizer = _fields(bytes(top.get(_NORMALIZER_SPEC, b"")))
     default = ModelFacts()
