@@ -170,17 +170,9 @@ def encoder_record(summary: Summary) -> dict:
     }
 
 
-def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpec,
-                   tokenizer: dict, inputs: list, created: str | None = None,
-                   run_id: str = "", quality=None, resumed: dict | None = None) -> dict:
-    """``quality``: the run's ``pipeline.quality.prepare.QualityRun`` (None: no data-quality
-    option); its sections come from ``pipeline.dataset.quality_sections``. ``resumed``: the
-    launcher's part of ``resume`` (``prepass_reused``, ``tokenizer_reused``; None: no
-    ``resume``), to which the chunks reused and in all are added."""
-    shards = sorted(summary.shards, key=lambda s: s.path)
-    pack = summary.pack
-    all_subsets = summed(summary.subsets.values())
-    totals = {
+def _totals(shards: list, *, pack, all_subsets) -> dict:
+    """The manifest's ``totals``: the shards' sums, packing's drops and the documents'."""
+    return {
         "shards": len(shards),
         "bytes": sum(s.bytes for s in shards),
         "records": sum(s.records for s in shards),
@@ -193,6 +185,17 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         "text_bytes": all_subsets.bytes,
         "lossy_documents": all_subsets.lossy_documents,
     }
+
+
+def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpec,
+                   tokenizer: dict, inputs: list, created: str | None = None,
+                   run_id: str = "", quality=None, resumed: dict | None = None) -> dict:
+    """``quality``: the run's ``pipeline.quality.prepare.QualityRun`` (None: no data-quality
+    option); its sections come from ``pipeline.dataset.quality_sections``. ``resumed``: the
+    launcher's part of ``resume`` (``prepass_reused``, ``tokenizer_reused``; None: no
+    ``resume``), to which the chunks reused and in all are added."""
+    shards = sorted(summary.shards, key=lambda s: s.path)
+    all_subsets = summed(summary.subsets.values())
     read = {stats.file_index: stats for stats in summary.files}
     return {
         "format": manifest_schema.FORMAT,
@@ -204,7 +207,7 @@ def build_manifest(summary: Summary, *, config: PipelineConfig, spec: DatasetSpe
         "tokenizer": tokenizer,
         "encoder": encoder_record(summary),
         "shards": [s.to_json() for s in shards],
-        "totals": totals,
+        "totals": _totals(shards, pack=summary.pack, all_subsets=all_subsets),
         "subsets": {name: stats.to_json() for name, stats in sorted(summary.subsets.items())},
         "histograms": {
             "document_bytes": histogram.to_json(all_subsets.bytes_histogram),
