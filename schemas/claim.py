@@ -64,8 +64,9 @@ class Claim:
             fields = {f.name for f in dataclasses.fields(cls)}
             doc = {k: v for k, v in doc.items() if k in fields}  # newer writers may add some
             job = doc.pop("job", None)
-            if job:
-                job = {k: v for k, v in job.items() if k in {f.name for f in dataclasses.fields(Job)}}
+            if job:  # a newer writer's job fields too
+                known = {f.name for f in dataclasses.fields(Job)}
+                job = {k: v for k, v in job.items() if k in known}
             return cls(**doc, job=Job(**job) if job else None)
         except (ValueError, TypeError, AttributeError):
             return None
