@@ -26,8 +26,8 @@ register its protocol names):
   ``is_atomic`` says whether a path's storage is.
 
 A bucket that does not exist raises ``storage.BucketNotFound`` at once (not a lost race); a store
-that refuses this process (no credentials, 403) raises ``storage.StorageAccessDenied``: both name
-the path and the fix.
+that refuses this process (no credentials, 403) raises ``storage.StorageAccessDenied``, one still
+throttling after the client's retries ``storage.StorageThrottled``: each names the path and the fix.
 
 A conditional write whose response was lost may have happened: its retry then fails the
 precondition. So a failed create or replace reads the file back, and content equal to what was
@@ -36,7 +36,6 @@ written counts as success (callers write content unique to themselves, e.g. a ra
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 
 from common import storage
@@ -145,14 +144,10 @@ def _s3_conditional(fs, path: str, method: str, **kwargs) -> bool:
     return True
 
 
-@contextlib.contextmanager
 def _s3_access(path: str):
-    """Within: S3's refusals (s3fs's PermissionError for a 403) are one typed error naming
-    ``path`` and the fix, as ``_gcs_access`` makes GCS's."""
-    try:
-        yield
-    except PermissionError as err:
-        raise storage.s3_access_denied(f"s3://{path}", err) from err
+    """Within: S3's refusals (403, throttling past the client's retries) are one typed error
+    naming ``path`` and the fix (``storage.store_error``), as ``_gcs_access`` makes GCS's."""
+    return storage.store_errors(f"s3://{path}")
 
 
 class _GCS:
@@ -221,42 +216,15 @@ def _gcs_conditional(request, fs, path: str, *, gone_is_lost: bool = True) -> bo
     return True
 
 
-@contextlib.contextmanager
 def _gcs_access(path: str):
-    """Within: the google-cloud-storage client's refusals (no credentials, 401, 403) are one
-    typed error naming ``path`` and the fix; its own exceptions are neither ours nor OSError."""
-    from google.api_core import exceptions
-    from google.auth import exceptions as auth
-
-    url = f"gs://{path}"
-    try:
-        yield
-    except auth.DefaultCredentialsError as err:
-        raise storage.StorageAccessDenied(
-            f"{url}: no Google Cloud credentials ({_first_line(err)}); run `gcloud auth "
-            "application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a key file "
-            "that exists") from err
-    except (auth.RefreshError, exceptions.Unauthorized) as err:
-        raise storage.StorageAccessDenied(
-            f"{url}: the Google Cloud credentials were refused ({_first_line(err)}); renew them "
-            "(`gcloud auth application-default login`) or check GOOGLE_APPLICATION_CREDENTIALS"
-        ) from err
-    except exceptions.Forbidden as err:
-        raise storage.StorageAccessDenied(
-            f"{url}: access denied ({_first_line(err)}); grant this account read and write "
-            f"access to {storage.bucket_url(url)} (e.g. roles/storage.objectAdmin), or choose "
-            "another location") from err
-
-
-def _first_line(err: BaseException) -> str:
-    return str(err).strip().split("\n", 1)[0][:200]
+    """Within: the google-cloud-storage client's refusals (no credentials, 401, 403, 429 past
+    its retries) are one typed error naming ``path`` and the fix (``storage.store_error``);
+    its own exceptions are neither ours nor OSError."""
+    return storage.store_errors(f"gs://{path}")
 
 
 def _bucket_not_found(url: str) -> storage.BucketNotFound:
-    bucket = storage.bucket_url(url)
-    return storage.BucketNotFound(
-        f"{url}: the bucket {bucket} does not exist; check its name for a typo, or create it "
-        "first")
+    return storage.bucket_not_found(url)
 
 
 class _Unconditional:

@@ -76,10 +76,118 @@ def s3_access_denied(url: str, err: PermissionError) -> StorageAccessDenied:
         return StorageAccessDenied(
             f"{url}: the AWS credentials were refused ({why}); renew them, or check "
             "AWS_PROFILE / AWS_ACCESS_KEY_ID and AWS_ENDPOINT_URL")
+    if code == "403":  # a HEAD's 403 has no body: refused credentials look the same
+        return StorageAccessDenied(
+            f"{url}: access denied ({why}; a HEAD request's answer gives no reason); check the "
+            "credentials (AWS_PROFILE / AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL), and allow this "
+            f"identity s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on "
+            f"{bucket_url(url)} (its IAM policy or the bucket policy)")
     return StorageAccessDenied(
         f"{url}: access denied ({why}); allow this identity s3:GetObject, s3:PutObject, "
         f"s3:DeleteObject and s3:ListBucket on {bucket_url(url)} (its IAM policy or the bucket "
         "policy), or choose another location")
+
+
+class StorageThrottled(PilepackError):
+    """An object store that still answers "too many requests" after the client's own retries."""
+
+
+# S3's codes for "too many requests" (s3fs and botocore have retried them by the time we see one).
+_S3_THROTTLED = ("SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
+                 "TooManyRequests", "RequestThrottled", "ServiceUnavailable", "503")
+_THROTTLE_FIX = ("retry later, or spread the load: fewer Beam workers (--max_num_workers, "
+                 "--direct_num_workers) or fewer concurrent requests")
+
+
+def bucket_not_found(url: str) -> BucketNotFound:
+    """The one-line error for a path whose bucket does not exist."""
+    return BucketNotFound(
+        f"{url}: the bucket {bucket_url(url)} does not exist; check its name for a typo, or "
+        "create it first")
+
+
+def refuse_missing_bucket(fs, url: str) -> None:
+    """Raise ``bucket_not_found`` when ``url`` is on S3 or GCS and its bucket does not exist:
+    for a path that is not there, the typo to point at rather than the missing file."""
+    if protocol(fs) in ("s3", "s3a", "gs", "gcs") and "://" in url \
+            and not fs.exists(bucket_url(url).split("://", 1)[1]):
+        raise bucket_not_found(url)
+
+
+def store_error(url: str, err: BaseException) -> PilepackError | None:
+    """The one-line error naming ``url`` and the fix for an object store's refusal of a request
+    on it (s3fs's, gcsfs's or the google-cloud-storage client's exception ``err``): no or bad
+    credentials, access denied, or throttling that outlasted the client's retries. None for
+    anything else (a missing object, a bug), which the caller handles or re-raises."""
+    if isinstance(err, PilepackError):
+        return err
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme in ("s3", "s3a"):
+        return _s3_error(url, err)
+    if scheme in ("gs", "gcs"):
+        return _gcs_error(url, err)
+    return None
+
+
+def _s3_error(url: str, err: BaseException) -> PilepackError | None:
+    if isinstance(err, PermissionError):
+        return s3_access_denied(url, err)
+    if not isinstance(err, OSError):
+        return None
+    code = s3_error_code(err)
+    if code == "NoSuchBucket":
+        return bucket_not_found(url)
+    if code in _S3_THROTTLED:
+        return StorageThrottled(
+            f"{url}: S3 kept answering {code} (too many requests) after the client's retries; "
+            f"{_THROTTLE_FIX}; a prefix sustains about 3,500 writes and 5,500 reads a second, "
+            "so more prefixes or a raised service quota take more")
+    return None
+
+
+def _gcs_error(url: str, err: BaseException) -> PilepackError | None:
+    status = getattr(err, "code", None)  # gcsfs's HttpError and google.api_core's errors
+    kind = type(err).__name__
+    line = _first_line(err)
+    if kind == "DefaultCredentialsError":
+        return StorageAccessDenied(
+            f"{url}: no Google Cloud credentials ({line}); run `gcloud auth "
+            "application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a key file "
+            "that exists")
+    if kind in ("RefreshError", "Unauthorized") or status == 401:
+        return StorageAccessDenied(
+            f"{url}: the Google Cloud credentials were refused ({line}); renew them "
+            "(`gcloud auth application-default login`) or check GOOGLE_APPLICATION_CREDENTIALS")
+    # gcsfs raises a plain OSError("Forbidden: <path>\n<message>") for a 403.
+    if kind == "Forbidden" or status == 403 or (
+            type(err) is OSError and str(err).startswith("Forbidden: ")):
+        why = str(err).split("\n", 1)[-1].strip()[:200] if type(err) is OSError else line
+        return StorageAccessDenied(
+            f"{url}: access denied ({why}); grant this account read and write access to "
+            f"{bucket_url(url)} (e.g. roles/storage.objectAdmin), or choose another location")
+    if kind == "TooManyRequests" or status in (429, 503):
+        return StorageThrottled(
+            f"{url}: Cloud Storage kept answering {status} (too many requests) after the "
+            f"client's retries; {_THROTTLE_FIX}; ramp up a bucket's request rate gradually, or "
+            "ask for a higher quota")
+    return None
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().split("\n", 1)[0][:200]
+
+
+@contextlib.contextmanager
+def store_errors(url: str):
+    """Within: an object store's refusal of a request (``store_error``) is raised as one typed
+    error naming ``url`` and the fix; anything else propagates unchanged."""
+    try:
+        yield
+    except Exception as err:
+        found = store_error(url, err)
+        if found is None or found is err:
+            raise
+        raise found from err
 
 
 def bucket_url(path: str) -> str:

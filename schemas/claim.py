@@ -29,9 +29,12 @@ class Job:
 
     kind: str  # "portable" (the Job API) or "dataflow"
     id: str
-    endpoint: str = ""  # portable: the job service's host:port ("": started by the launcher)
+    # portable: the job service's host:port ("": started by the launcher); dataflow:
+    # --dataflow_endpoint when not Dataflow's own ("": the default)
+    endpoint: str = ""
     project: str = ""  # dataflow
     region: str = ""  # dataflow
+    no_auth: bool = False  # dataflow: --no_auth, so its state is asked without credentials
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +64,9 @@ class Claim:
             fields = {f.name for f in dataclasses.fields(cls)}
             doc = {k: v for k, v in doc.items() if k in fields}  # newer writers may add some
             job = doc.pop("job", None)
+            if job:  # a newer writer's job fields too
+                known = {f.name for f in dataclasses.fields(Job)}
+                job = {k: v for k, v in job.items() if k in known}
             return cls(**doc, job=Job(**job) if job else None)
         except (ValueError, TypeError, AttributeError):
             return None

@@ -179,16 +179,19 @@ def load(path: str, *, check_files: bool = True) -> Dataset:
     if not path.endswith(".json"):
         path = storage.join(path, MANIFEST_NAME)
     fs, stripped = storage.filesystem(path)
-    if not fs.exists(stripped):
-        raise ManifestError(
-            f"{path}: no manifest here; a directory without manifest.json is not a complete "
-            "dataset (was the pipeline interrupted? rerun it)"
-        )
-    try:
-        with fs.open(stripped, "rb") as handle:
-            doc = json.loads(handle.read().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ManifestError(f"{path}: not valid JSON ({err})") from err
+    # An object store's refusal (credentials, 403, throttling) names the path and the fix.
+    with storage.store_errors(path):
+        if not fs.exists(stripped):
+            storage.refuse_missing_bucket(fs, path)
+            raise ManifestError(
+                f"{path}: no manifest here; a directory without manifest.json is not a "
+                "complete dataset (was the pipeline interrupted? rerun it)"
+            )
+        try:
+            with fs.open(stripped, "rb") as handle:
+                doc = json.loads(handle.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ManifestError(f"{path}: not valid JSON ({err})") from err
     validate(doc, source=path)
     dataset = Dataset(manifest_path=path, doc=doc)
     if check_files:

@@ -7,7 +7,8 @@ emulator, ``tests/conftest.py``) and then talks to ``--dataflow_endpoint``; an e
 ``projects.locations.jobs.create`` with the job and a new id (``standin-1``, ``standin-2``, ...)
 in ``JOB_STATE_RUNNING``, ``get`` with its current state, ``update`` (a cancel) by setting it,
 and a job's messages and metrics with none. Nothing runs the job: a test moves it to the state
-it needs (``set_state``), having written what its workers would have, if anything.
+it needs (``set_state``), having written what its workers would have, if anything; ``failing``
+makes it answer every request with an error status, ``add_job`` adds a job no launcher submitted.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ class DataflowStandIn:
         self._lock = threading.Lock()
         self.endpoint = ""  # http://localhost:PORT once serving
         self.launchers: list = []  # processes a test started against it, to stop at the end
+        self.failing: int | None = None  # an HTTP status to answer every request with
+
+    def add_job(self, job_id: str, *, project: str, region: str, state: str) -> None:
+        """A job as if a launcher had submitted it (for a claim a test writes itself)."""
+        with self._lock:
+            self.jobs[job_id] = {"id": job_id, "projectId": project, "location": region,
+                                 "currentState": state}
 
     def set_state(self, job_id: str, state: str) -> None:
         with self._lock:
@@ -66,6 +74,9 @@ class DataflowStandIn:
     def handle(self, method: str, path: str, body: dict | None) -> tuple[int, dict]:
         with self._lock:
             self.requests.append(Request(method, path, body))
+            if self.failing is not None:
+                return self.failing, {"error": {"code": self.failing,
+                                                "message": "the stand-in answers an error"}}
             match = _JOBS.match(path)
             if match is None:
                 return 404, {"error": {"code": 404, "message": f"not served here: {path}"}}

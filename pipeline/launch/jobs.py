@@ -25,6 +25,8 @@ from schemas.claim import Job
 # Beam's terminal job states (Job API names; Dataflow's carry a JOB_STATE_ prefix).
 TERMINAL = frozenset({"DONE", "FAILED", "CANCELLED", "UPDATED", "DRAINED"})
 ASK_TIMEOUT_S = 10.0
+# Beam's default --dataflow_endpoint: a claim records the endpoint only when it is another.
+DATAFLOW_ENDPOINT = "https://dataflow.googleapis.com"
 
 
 def this_process() -> dict:
@@ -86,9 +88,12 @@ def submitted_job(result, beam_args: list[str]) -> Job | None:
         # it ran with, never on the command line re-read here.
         submitted = getattr(result, "_job", None)  # the Dataflow API's Job
         cloud = (getattr(result, "_options", None) or options).view_as(GoogleCloudOptions)
+        endpoint = (cloud.dataflow_endpoint or "").strip()
         return Job(kind="dataflow", id=str(result.job_id()),
                    project=getattr(submitted, "project_id", "") or cloud.project or "",
-                   region=getattr(submitted, "location", "") or cloud.region or "")
+                   region=getattr(submitted, "location", "") or cloud.region or "",
+                   endpoint="" if endpoint.rstrip("/") == DATAFLOW_ENDPOINT else endpoint,
+                   no_auth=bool(cloud.no_auth))
     job_id = getattr(result, "_job_id", None)  # portable_runner.PipelineResult
     if job_id is None:
         return None
@@ -136,13 +141,44 @@ def _dataflow_state(job: Job) -> tuple[str | None, str]:
         return None, ("the Dataflow API client is not installed here "
                       "(pip install 'apache-beam[gcp]')")
     try:  # one bounded call: Beam's own client retries for many minutes
-        found = dataflow_v1beta3.JobsV1Beta3Client().get_job(
+        found = _dataflow_client(job, dataflow_v1beta3).get_job(
             request=dataflow_v1beta3.GetJobRequest(project_id=job.project, job_id=job.id,
                                                    location=job.region),
             timeout=ASK_TIMEOUT_S, retry=None)
     except Exception as err:  # no credentials, no network, no such job: all "cannot say"
-        return None, f"the Dataflow API did not say ({type(err).__name__}: {str(err)[:160]})"
+        where = f" at {job.endpoint}" if job.endpoint else ""
+        console = (f"https://console.cloud.google.com/dataflow/jobs/{job.region}/{job.id}"
+                   f"?project={job.project}")
+        return None, (f"the Dataflow API{where} did not say whether job {job.id} (region "
+                      f"{job.region or 'unknown'}, project {job.project or 'unknown'}) still runs "
+                      f"({type(err).__name__}: {_first_line(err)}); check it in the console "
+                      f"({console})")
     return found.current_state.name, ""
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().split("\n", 1)[0][:160]
+
+
+def _dataflow_client(job: Job, dataflow_v1beta3):
+    """The Dataflow API client the job was submitted through: its ``--dataflow_endpoint`` (a
+    local one over REST, as Beam's own client), without credentials under ``--no_auth``."""
+    import re
+
+    from google.api_core import client_options
+    from google.auth.credentials import AnonymousCredentials
+
+    options, transport = None, None
+    if job.endpoint:
+        endpoint = job.endpoint
+        if "localhost" in endpoint or "sandbox" in endpoint:
+            transport = "rest"
+        else:
+            endpoint = re.sub("^https?://", "", endpoint)
+        options = client_options.ClientOptions(api_endpoint=endpoint.rstrip("/"))
+    return dataflow_v1beta3.JobsV1Beta3Client(
+        credentials=AnonymousCredentials() if job.no_auth else None,
+        client_options=options, transport=transport)
 
 
 def cancel_hint(job: Job) -> str:

@@ -127,3 +127,24 @@ def test_a_refusing_before_commit_leaves_no_object(memory_url):
     with pytest.raises(Boom), storage.atomic_open(url, before_commit=_refuse) as handle:
         handle.write(b"complete, but refused")
     assert not fs.exists(storage.filesystem(url)[1])
+
+
+def test_store_error_names_the_path_and_the_fix_for_each_refusal():
+    from gcsfs.retry import HttpError
+
+    gs = "gs://b/data/manifest.json"
+    throttled = storage.store_error(gs, HttpError({"code": 429, "message": "rate"}))
+    assert isinstance(throttled, storage.StorageThrottled)
+    assert str(throttled).startswith(f"{gs}: Cloud Storage kept answering 429")
+    denied = storage.store_error(gs, OSError("Forbidden: b/o\ncaller does not have access"))
+    assert isinstance(denied, storage.StorageAccessDenied)
+    assert "access denied (caller does not have access)" in str(denied)
+    assert "gs://b (e.g. roles/storage.objectAdmin)" in str(denied)
+    # Not a refusal, or not an object store: left to the caller.
+    assert storage.store_error(gs, FileNotFoundError("b/o")) is None
+    assert storage.store_error(gs, HttpError({"code": 400, "message": "bad"})) is None
+    assert storage.store_error("/local/manifest.json", PermissionError("denied")) is None
+    with pytest.raises(storage.StorageThrottled, match="retry later"), storage.store_errors(gs):
+        raise HttpError({"code": 503, "message": "backend"})
+    with pytest.raises(KeyError), storage.store_errors(gs):  # anything else: unchanged
+        raise KeyError("x")

@@ -4,13 +4,16 @@ Every ``every``-th request (counted over all requests, 1-based) is answered by t
 itself with an S3-style error instead of being forwarded, alternating ``503 SlowDown`` and
 ``500 InternalError``, at most ``max_faults`` times. Clients reach it as an ordinary S3
 endpoint (``AWS_ENDPOINT_URL``), so the retries under test are the real client's.
-``GetCounter`` is the same proxy without faults, counting GETs.
+``GetCounter`` is the same proxy without faults, counting GETs; ``Forbidding`` and
+``Throttling`` answer every request 403 or 503 SlowDown. ``GcsAnswering`` stands in for the GCS
+JSON API answering every request 403 or 429.
 """
 
 from __future__ import annotations
 
 import http.client
 import http.server
+import json
 import threading
 import urllib.parse
 
@@ -87,6 +90,69 @@ class Forbidding(FaultProxy):
         with self._lock:
             self.faults.append((method, path, 403))
         return 403, self.code, self.message
+
+
+class Throttling(FaultProxy):
+    """Answers every request ``503 SlowDown``, forwarding nothing: S3 throttling that outlasts
+    the client's own retries."""
+
+    def __init__(self, upstream: str):
+        super().__init__(upstream, every=2, max_faults=0)
+
+    def next_fault(self, method: str, path: str):
+        with self._lock:
+            self.faults.append((method, path, 503))
+        return FAULTS[0]
+
+
+_GCS_MESSAGES = {403: "caller does not have storage.objects.create access",
+                 429: "The rate of change requests to the object is too high"}
+
+
+class GcsAnswering:
+    """A GCS JSON API endpoint (``STORAGE_EMULATOR_HOST``) that answers every request with
+    ``status`` and a GCS-style JSON error: 403 as a bucket does to an account without access,
+    429 as GCS does past a request-rate limit. ``requests`` counts what it answered."""
+
+    def __init__(self, status: int):
+        self.status, self.message = status, _GCS_MESSAGES[status]
+        self.requests = 0
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _GcsHandler)
+        self._server.daemon_threads = True
+        self._server.stub = self
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "GcsAnswering":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _GcsHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        stub: GcsAnswering = self.server.stub
+        stub.requests += 1
+        reason = {403: "forbidden", 429: "rateLimitExceeded"}[stub.status]
+        body = json.dumps({"error": {"code": stub.status, "message": stub.message,
+                                     "errors": [{"reason": reason, "message": stub.message}]}})
+        self.send_response(stub.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _answer
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

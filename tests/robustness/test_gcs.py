@@ -10,7 +10,6 @@ precondition is sent, and GCS enforces it.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import threading
@@ -21,7 +20,7 @@ from common import compare_and_swap, storage
 from pipeline import run
 from pipeline.launch import claim
 from tests.conftest import clear_gcsfs_cache, use_gcs_environment
-from tests.robustness.fault_proxy import Recorder
+from tests.robustness.fault_proxy import GcsAnswering, Recorder
 from tests.robustness.helpers import REPO, SMALL, comparable, load, python_module, run_inprocess
 from tests.robustness.test_s3 import _upload_inputs
 
@@ -151,8 +150,8 @@ def test_a_missing_gcs_bucket_is_named_at_once(gcs, gcs_server, tmp_path, monkey
 
 
 def test_a_gcs_server_answering_403_is_one_line(gcs, tmp_path, monkeypatch, capsys):
-    with _Forbidding() as url:
-        use_gcs_environment(monkeypatch, url)
+    with GcsAnswering(403) as stub:
+        use_gcs_environment(monkeypatch, stub.url)
         code = run_inprocess("--input", _small_input(tmp_path), "--output", gcs.url("train"),
                              "--vocab_size=400")
     err = capsys.readouterr().err
@@ -174,39 +173,6 @@ def test_missing_gcs_credentials_are_one_line(tmp_path, monkeypatch, capsys):
     assert code == 2, err
     assert err.startswith("error: gs://some-bucket/train/") and err.count("\n") == 1, err
     assert "no Google Cloud credentials" in err and "GOOGLE_APPLICATION_CREDENTIALS" in err
-
-
-class _Forbidding:
-    """A GCS JSON API endpoint that answers every request 403, as a bucket does to an account
-    without access."""
-
-    def __enter__(self) -> str:
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ForbiddingHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-class _ForbiddingHandler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):  # quiet
-        pass
-
-    def _forbid(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        message = "caller does not have storage.objects.create access"
-        body = json.dumps({"error": {"code": 403, "message": message,
-                                     "errors": [{"reason": "forbidden", "message": message}]}})
-        self.send_response(403)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forbid
 
 
 # A worker's site customization that makes importing the named packages fail as a missing

@@ -12,6 +12,7 @@ what its workers would have (with the sampling stage's own writer) before it mar
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from pipeline.tokenize.training_sample import write_sample_file
 from schemas.claim import Claim, Job
 from tests.dataflow_standin import dataflow_standin
 from tests.robustness.conftest import good_docs
-from tests.robustness.helpers import REPO, child_env, text
+from tests.robustness.helpers import REPO, child_env, run_inprocess, text
 
 PROJECT, REGION = "pilepack-test", "europe-west4"
 
@@ -104,7 +105,8 @@ def test_the_sample_job_then_the_main_job_each_bound_then_cancelled(tmp_path, gc
     launcher = _launch(gcs, standin, tmp_path, "--vocab_size=400")
     sample = standin.wait_for_job(1)
     held = _bound(tmp_path, "standin-1", launcher)
-    assert held.job == Job(kind="dataflow", id="standin-1", project=PROJECT, region=REGION)
+    assert held.job == Job(kind="dataflow", id="standin-1", project=PROJECT, region=REGION,
+                          endpoint=standin.endpoint, no_auth=True)
     assert held.phase == "submitted"
     assert "Sample" in _steps(gcs, sample) and "WriteShards" not in _steps(gcs, sample)
     # Its workers' work: the sample file, with the sampling stage's own writer; then it ends.
@@ -114,7 +116,8 @@ def test_the_sample_job_then_the_main_job_each_bound_then_cancelled(tmp_path, gc
 
     main = standin.wait_for_job(2)  # the tokenizer trained in the launcher, then the main job
     held = _bound(tmp_path, "standin-2", launcher)
-    assert held.job == Job(kind="dataflow", id="standin-2", project=PROJECT, region=REGION)
+    assert held.job == Job(kind="dataflow", id="standin-2", project=PROJECT, region=REGION,
+                          endpoint=standin.endpoint, no_auth=True)
     assert {"Tokenize", "WriteShards", "Manifest"} <= _steps(gcs, main)
     assert standin.seen("GET", "standin-1")  # the launcher read the first job's state
 
@@ -134,7 +137,8 @@ def test_the_quality_pre_pass_job_bound_and_its_failure_releases_the_claim(
                        f"--tokenizer_model={tiny_model}")
     prepass = standin.wait_for_job(1)
     held = _bound(tmp_path, "standin-1", launcher)
-    assert held.job == Job(kind="dataflow", id="standin-1", project=PROJECT, region=REGION)
+    assert held.job == Job(kind="dataflow", id="standin-1", project=PROJECT, region=REGION,
+                          endpoint=standin.endpoint, no_auth=True)
     steps = _steps(gcs, prepass)
     assert "FindDrops" in steps and "WriteShards" not in steps, sorted(steps)
 
@@ -144,3 +148,53 @@ def test_the_quality_pre_pass_job_bound_and_its_failure_releases_the_claim(
     assert standin.seen("GET", "standin-1")  # the state, read through the runner
     assert _claim(tmp_path) is None  # the job failed: nothing of this run runs any more
     assert len(standin.jobs) == 1  # no main job after a failed pre-pass
+
+
+def _bound_elsewhere(out, standin) -> Claim:
+    """``out``'s claim as a launcher on another machine leaves it, bound to the stand-in's job
+    standin-1 (submitted with --dataflow_endpoint and --no_auth)."""
+    out.mkdir(parents=True)
+    holder = Claim(run_id="elsewhere", host="other-host", pid=1, started="2026-01-01T00:00:00",
+                   started_unix=time.time(), boot_id="another-machine", runner="DataflowRunner",
+                   phase="submitted",
+                   job=Job(kind="dataflow", id="standin-1", project=PROJECT, region=REGION,
+                           endpoint=standin.endpoint, no_auth=True))
+    (out / claim.CLAIM_NAME).write_bytes(holder.to_bytes())
+    standin.add_job("standin-1", project=PROJECT, region=REGION, state="JOB_STATE_DONE")
+    return holder
+
+
+def test_a_rerun_asks_the_job_state_where_the_job_was_submitted(tmp_path, standin, corpus):
+    """The claim's job is asked at its --dataflow_endpoint, without credentials: a finished
+    job's claim is taken over."""
+    out = tmp_path / "out"
+    _bound_elsewhere(out, standin)
+    assert run_inprocess("--input", corpus, "--output", out, "--vocab_size=400") == 0
+    assert standin.seen("GET", "standin-1")
+    assert (out / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("answer", [403, 500, "down"])
+def test_a_job_whose_state_cannot_be_asked_is_one_line(tmp_path, standin, corpus, capsys,
+                                                       answer):
+    out = tmp_path / "out"
+    holder = _bound_elsewhere(out, standin)
+    if answer == "down":
+        stopped = dataflow_standin()  # a port nothing serves once it is closed again
+        with stopped as gone:
+            endpoint = gone.endpoint
+        job = dataclasses.replace(holder.job, endpoint=endpoint)
+        (out / claim.CLAIM_NAME).write_bytes(dataclasses.replace(holder, job=job).to_bytes())
+    else:
+        standin.failing = answer
+    code = run_inprocess("--input", corpus, "--output", out, "--vocab_size=400")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"error: {out} is claimed by run elsewhere") and err.count("\n") == 1
+    assert "job standin-1 (region europe-west4, project pilepack-test)" in err, err
+    assert f"console.cloud.google.com/dataflow/jobs/{REGION}/standin-1" in err, err
+    assert f"gcloud dataflow jobs cancel standin-1 --region {REGION}" in err, err
+    assert "--take_over_claim=elsewhere" in err, err
+    if answer != "down":
+        assert standin.seen("GET", "standin-1"), "asked somewhere else"
+    assert not (out / "manifest.json").exists()
