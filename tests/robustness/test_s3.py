@@ -104,13 +104,13 @@ def test_transient_s3_errors_are_retried_and_change_nothing(s3, s3_server, tmp_p
     assert run_inprocess(*args, "--output", s3.url("clean/train")) == 0
     clean = load(s3.url("clean/train"))
 
-    with FaultProxy(s3_server, every=3, max_faults=15) as proxy:
+    with FaultProxy(s3_server, every=3, max_faults=60) as proxy:
         use_s3_environment(monkeypatch, proxy.url)
         assert run_inprocess(*args, "--output", s3.url("faulty/train")) == 0
         faults, requests = list(proxy.faults), proxy.requests
     use_s3_environment(monkeypatch, s3_server)
 
-    # Every third request failed (up to 15): reads of inputs, listings and shard uploads.
+    # Every third request failed (up to 60): claims, listings, reads of inputs, uploads.
     print(f"{len(faults)} injected errors in {requests} requests")
     assert len(faults) >= 10, faults
     assert {status for _, _, status in faults} == {500, 503}
