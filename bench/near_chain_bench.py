@@ -11,7 +11,8 @@ previous with 2 words replaced (Jaccard ~0.93 to the next), in revision order, t
 run is a fresh process that runs only the quality pre-pass with ``--dedup=near`` (exact dedup,
 then near) under the in-memory DirectRunner, from the ``--before`` checkout, then from
 ``--after`` (interleaved per rep), with this interpreter; each checkout's own code comes first
-on ``sys.path``. Reported per side: how many of the chain's revisions are kept (1 when the
+on ``sys.path`` and is the child's working directory (where ``multi_processing`` workers
+import from). Reported per side: how many of the chain's revisions are kept (1 when the
 chain is one cluster), the near-duplicate clusters' sizes, wall seconds and the peak RSS
 summed over the run's whole process tree (``bench.process_tree``).
 
@@ -86,8 +87,10 @@ def _runner(name: str, checkout: str, directory: str):
 
 def _run(checkout: str, inputs: str, directory: str, chain, *, runner: str) -> dict:
     with _runner(runner, checkout, directory) as (beam_args, also):
-        argv = [sys.executable, "-c", _CHILD, os.path.abspath(checkout), inputs, directory,
-                *beam_args]
+        # From the checkout's root: multi_processing workers import from their working
+        # directory, so elsewhere they would run this checkout's code for the other's.
+        argv = ["env", "-C", os.path.abspath(checkout), sys.executable, "-c", _CHILD,
+                os.path.abspath(checkout), inputs, directory, *beam_args]
         status, text, peak_mb, _, wall = run_polled(argv, also=also)
     if status != 0:  # a side may fail (a checkout whose components stop at a round limit)
         last = text.strip().splitlines()[-1] if text.strip() else f"exit {status}"

@@ -9,9 +9,10 @@ signature: ``pipeline.quality.minhash``, None for a document without words) and
    ``pipeline.quality.shards``): a few elements per bundle, not ``bands`` per
    document -> ``GroupByBandShard`` -> per shard, one sort gives each key's candidates (each
    document to its next ``lsh.NEIGHBOURS`` in (file, line) order: at most ``2n`` edges);
-2. ``Verify``: one join by signature shard (the ends of the edges with the signatures) and
-   one grouping by edge (which also drops the copies of an edge from several bands) score each
-   candidate; those whose estimated Jaccard is at least ``threshold`` are kept;
+2. ``Verify``: one join by signature shard (the ends of the edges with the signatures) scores
+   each edge whose ends are both in the shard there, once; the other edges' ends meet in one
+   grouping by edge (which also drops the copies of an edge from several bands) to be scored;
+   those whose estimated Jaccard is at least ``threshold`` are kept;
 3. ``Components`` (``pipeline.quality.components``): each verified edge's component, so that
    chains of near-duplicates become one cluster, whose lowest (file, line) is kept.
 
@@ -39,7 +40,7 @@ EXAMPLES = 5
 # Band rows and signatures travel in batches keyed by shard, not one element per document and
 # band; how many shards follows the input size (``pipeline.quality.shards``, in the options).
 BATCH_DOCUMENTS = 4096  # a batch per this many survivors within a bundle bounds its memory
-BANDS, SIGS, ENDS = "bands", "sigs", "ends"
+BANDS, SIGS, ENDS, CROSS = "bands", "sigs", "ends", "cross"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +60,7 @@ class NearDupOptions:
         return minhash.MinHashOptions(perm=self.perm, shingle_words=self.shingle_words)
 
     @classmethod
-    def from_config(cls, quality) -> "NearDupOptions":
+    def from_config(cls, quality) -> NearDupOptions:
         """From a ``pipeline.config.QualityConfig``."""
         return cls(threshold=quality.near_dup_threshold, perm=quality.minhash_perm,
                    bands=quality.minhash_bands, shingle_words=quality.shingle_words)
@@ -123,19 +124,34 @@ def edge_ends(_, parts, *, signature_shards: int):
         yield shard, (ENDS, rows)
 
 
-def join_ends(_, values):
-    """A signature shard's (SIGS, rows) and (ENDS, rows) -> (edge, (node, signature)) per
-    end: the only join of the signatures, one element per signature shard and bundle."""
+def join_ends(shard, values, *, signature_shards: int):
+    """A signature shard's (SIGS, rows) and (ENDS, rows) -> a ``Candidate`` row, scored here
+    once, for each edge whose ends are both in this shard, and ``(CROSS, (edge, (node,
+    signature)))`` per end of the other edges, to meet by edge: the only join of the
+    signatures, one element per signature shard and bundle.
+
+    Scoring where both ends meet keeps a chain's signatures off the shuffle: shipped once per
+    end and edge, they made the by-edge grouping grow with a chain's candidate edges."""
     wanted: dict = {}  # a group's values can be iterated again: only the ends stay in memory
+    inside: set = set()  # the edges with both ends here, each once however many bands gave it
     for kind, rows in values:
         if kind == ENDS:
             for position, edge in rows:
-                wanted.setdefault(position, []).append(edge)
+                if all(signature_shard(end, signature_shards) == shard for end in edge):
+                    inside.add(edge)
+                else:
+                    wanted.setdefault(position, []).append(edge)
+    here = {end for edge in inside for end in edge}
+    found: dict = {}
     for kind, rows in values:
         if kind == SIGS:
             for position, node, signature in rows:
+                if position in here:
+                    found[position] = (node, signature)
                 for edge in wanted.get(position, ()):
-                    yield edge, (node, signature)
+                    yield beam.pvalue.TaggedOutput(CROSS, (edge, (node, signature)))
+    for edge in sorted(inside):
+        yield scored(edge, (found[end] for end in edge))
 
 
 def scored(edge, ends) -> tuple:
@@ -270,12 +286,14 @@ class NearDuplicates(beam.PTransform):
         ends = (batches[BANDS] | "GroupByBandShard" >> beam.GroupByKey()
                 | "EdgeEnds" >> beam.FlatMapTuple(
                     lambda key, parts: edge_ends(key, parts, signature_shards=shards)))
-        candidates = (
+        joined = (
             (batches[SIGS], ends) | "SignaturesAndEnds" >> beam.Flatten()
             | "BySignatureShard" >> beam.GroupByKey()
-            | "JoinEnds" >> beam.FlatMapTuple(join_ends)
-            | "ByEdge" >> beam.GroupByKey()
-            | "Score" >> beam.MapTuple(scored))
+            | "JoinEnds" >> beam.FlatMapTuple(
+                lambda key, values: join_ends(key, values, signature_shards=shards)
+            ).with_outputs(CROSS, main="inside"))
+        across = joined[CROSS] | "ByEdge" >> beam.GroupByKey() | "Score" >> beam.MapTuple(scored)
+        candidates = (joined.inside, across) | "Candidates" >> beam.Flatten()
         verified = candidates | "Verify" >> beam.Filter(lambda e: similarity(e) >= threshold)
         members = verified | "Components" >> Components(rounds=self._rounds)
         drops = members | "Drops" >> beam.MapTuple(_drop)

@@ -197,16 +197,58 @@ def _sig(values):
     return b"".join(v.to_bytes(4, "little") for v in values)
 
 
-def test_the_join_gives_each_candidate_edge_both_ends_once_scored():
-    a, b, c = (0, 1, "A", 5), (0, 2, "A", 6), (1, 1, "B", 7)
-    edge = ((0, 1), (0, 2))
-    values = [(near_dup.ENDS, [((0, 1), edge), ((0, 2), edge)]),
-              (near_dup.SIGS, [((0, 1), a, _sig([1, 2, 3, 4])), ((0, 2), b, _sig([1, 2, 3, 9])),
-                               ((1, 1), c, _sig([5, 6, 7, 8]))])]
-    ends = list(near_dup.join_ends(0, values))
-    assert sorted(ends) == [(edge, (a, _sig([1, 2, 3, 4]))), (edge, (b, _sig([1, 2, 3, 9])))]
-    both = [value for _, value in ends] * 2  # a pair that met in two bands
-    assert near_dup.scored(edge, both) == (a, b, 0.75)
+def _join(shard, values, *, shards):
+    """``join_ends``'s output split: (candidates scored in the shard, tagged ends)."""
+    inside, across = [], []
+    for row in near_dup.join_ends(shard, values, signature_shards=shards):
+        if isinstance(row, beam.pvalue.TaggedOutput):
+            assert row.tag == near_dup.CROSS
+            across.append(row.value)
+        else:
+            inside.append(row)
+    return inside, across
+
+
+A, B, C = (0, 1, "A", 5), (0, 2, "A", 6), (1, 1, "B", 7)
+EDGE = ((0, 1), (0, 2))
+JOIN_VALUES = [(near_dup.ENDS, [((0, 1), EDGE), ((0, 2), EDGE), ((0, 1), EDGE), ((0, 2), EDGE)]),
+               (near_dup.SIGS, [((0, 1), A, _sig([1, 2, 3, 4])), ((0, 2), B, _sig([1, 2, 3, 9])),
+                                ((1, 1), C, _sig([5, 6, 7, 8]))])]
+
+
+def test_the_join_scores_an_edge_with_both_ends_in_the_shard_once_and_ships_no_signature():
+    # The edge came from two bands: scored once; no signature leaves the shard.
+    inside, across = _join(0, JOIN_VALUES, shards=1)
+    assert inside == [(A, B, 0.75)]
+    assert across == []
+
+
+def test_the_join_ships_an_edge_across_shards_end_by_end_to_be_scored_by_edge():
+    # With 2 shards, (0, 1) is in shard 1 and (0, 2) in shard 0: each end leaves its shard.
+    assert [near_dup.signature_shard(p, 2) for p in EDGE] == [1, 0]
+    values = [(kind, [row for row in rows if near_dup.signature_shard(row[0], 2) == 1])
+              for kind, rows in JOIN_VALUES]
+    inside, across = _join(1, values, shards=2)
+    assert inside == []
+    assert across == [(EDGE, (A, _sig([1, 2, 3, 4])))] * 2  # one per band; ByEdge merges them
+    _, other = _join(0, [(kind, [row for row in rows if near_dup.signature_shard(row[0], 2) == 0])
+                         for kind, rows in JOIN_VALUES], shards=2)
+    assert near_dup.scored(EDGE, [end for _, end in across + other]) == (A, B, 0.75)
+
+
+def test_a_chain_in_one_shard_leaves_the_join_without_its_signatures():
+    """The join's output for a chain of n revisions in one shard: n - 1 candidate rows, none
+    carrying a signature, however long the chain (what the by-edge grouping and the runner
+    hold used to be each end's signature, per edge)."""
+    for n in (10, 1000):
+        docs = [(0, line, "A", 1) for line in range(n)]
+        edges = [((0, i), (0, i + 1)) for i in range(n - 1)]
+        values = [(near_dup.ENDS, [(end, edge) for edge in edges for end in edge]),
+                  (near_dup.SIGS, [((0, i), docs[i], _sig([i, i + 1, 7, 8])) for i in range(n)])]
+        inside, across = _join(0, values, shards=1)
+        assert across == []
+        assert inside == [(docs[i], docs[i + 1], 0.5) for i in range(n - 1)]
+        assert not any(isinstance(field, bytes) for row in inside for field in row)
 
 
 def test_stats_are_the_same_however_the_rows_are_split():
