@@ -25,6 +25,8 @@ committed.
 from __future__ import annotations
 
 import dataclasses
+import enum
+import io
 import pickle
 
 import apache_beam as beam
@@ -168,7 +170,7 @@ class CommittedParts:
             return None
         fs, path = storage.filesystem(self._path(name))
         try:
-            doc = pickle.loads(fs.cat_file(path))
+            doc = _RecordUnpickler(io.BytesIO(fs.cat_file(path))).load()
         except FileNotFoundError:
             return None
         except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError,
@@ -178,6 +180,33 @@ class CommittedParts:
                 or doc.get("fingerprint") != self.fingerprint:
             return None
         return doc["value"]
+
+
+_PROJECT = ("common.", "schemas.", "tokenizer.", "pipeline.")
+_BUILTINS = frozenset({"set", "frozenset", "dict", "list", "tuple", "int", "float", "str",
+                       "bytes", "bytearray", "bool", "complex", "slice", "range"})
+_LIBRARY = frozenset({("collections", "Counter"), ("collections", "OrderedDict"),
+                      ("collections", "defaultdict"), ("numpy", "ndarray"), ("numpy", "dtype"),
+                      ("numpy.core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+                      ("numpy._core.multiarray", "_reconstruct"),
+                      ("numpy._core.multiarray", "scalar")})
+
+
+class _RecordUnpickler(pickle.Unpickler):
+    """Reads a record back, refusing every global but the project's record types (dataclasses,
+    named tuples, enums), plain containers and numpy arrays: a record in ``--output`` is data
+    anyone with write access there could have written, so no function may be called from it
+    (the "restricting globals" recipe of Python's pickle documentation)."""
+
+    def find_class(self, module: str, name: str):
+        if (module == "builtins" and name in _BUILTINS) or (module, name) in _LIBRARY:
+            return super().find_class(module, name)
+        if module.startswith(_PROJECT):
+            found = super().find_class(module, name)
+            if isinstance(found, type) and (dataclasses.is_dataclass(found)
+                                            or issubclass(found, (tuple, enum.Enum))):
+                return found
+        raise pickle.UnpicklingError(f"a record may not name {module}.{name}")
 
 
 def _key(file_index: int, chunk_index: int) -> str:

@@ -93,3 +93,28 @@ def test_replay_sends_each_record_to_the_output_it_came_from():
         assert_that(out["megatron"], equal_to(["megatron-part-0"]), label="Megatron")
         assert_that(out[STATS], equal_to(["encode-stats", ResumeCount(reused=1), "stats-0"]),
                     label="Stats")
+
+
+class _Plant:
+    """A record planted by someone with write access to --output: unpickling it would call
+    ``pathlib.Path.touch``."""
+
+    def __init__(self, marker):
+        self._marker = marker
+
+    def __reduce__(self):
+        import pathlib
+        return pathlib.Path.touch, (pathlib.Path(self._marker),)
+
+
+def test_a_record_naming_any_other_global_is_refused_without_calling_it(tmp_path):
+    import pickle
+
+    committed = CommittedParts(directory=str(tmp_path), fingerprint=FINGERPRINT)
+    marker = tmp_path / "called"
+    record = tmp_path / COMMITTED_DIR / "00000-0000002.read"
+    record.parent.mkdir(parents=True)
+    record.write_bytes(pickle.dumps({"format": 1, "fingerprint": FINGERPRINT,
+                                     "value": _Plant(str(marker))}))
+    assert committed.reused_chunk(0, 2) is None
+    assert not marker.exists()
